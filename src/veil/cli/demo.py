@@ -1,0 +1,34 @@
+"""``veil demo`` and ``veil report``: registered on the root app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import app
+from .common import SEED
+
+
+@app.command("demo")
+def demo(
+    output: Path = typer.Option(Path("report"), "--output", "-o",
+                                help="Folder for report/index.html and its data."),
+    seed: Optional[int] = SEED,
+    quick: bool = typer.Option(False, "--quick", help="Smaller sizes (for tests)."),
+) -> None:
+    """Run every capability on embedded synthetic data and write an HTML report."""
+    from ..report.demo import run_demo
+
+    index = run_demo(output, seed=seed, quick=quick)
+    typer.echo(f"report written to {index}")
+
+
+@app.command("report")
+def report(run_dir: Path = typer.Argument(..., help="Folder of a demo, bench or batch run.")) -> None:
+    """Rebuild the HTML report of a run from its saved results."""
+    from ..report.html import rebuild_report
+
+    index = rebuild_report(run_dir)
+    typer.echo(f"report written to {index}")
