@@ -1,0 +1,1 @@
+"""Location privacy: geometry, geo-indistinguishability, l-privacy, and release under temporal correlations."""
