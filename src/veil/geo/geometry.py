@@ -192,7 +192,7 @@ class LocalProjection:
     >>> proj = LocalProjection(48.8566, 2.3522)
     >>> x, y = proj.to_plane([48.8666], [2.3522])
     >>> round(float(y[0]), 1)
-    1111.9
+    1112.0
     >>> lat, lon = proj.to_latlon(x, y)
     >>> round(float(lat[0]), 6)
     48.8666
