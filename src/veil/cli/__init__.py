@@ -16,6 +16,11 @@ from typing import Optional
 
 import typer
 
+try:  # typer >= 0.26 vendors click; older releases depend on the click package
+    from typer._click.exceptions import ClickException as _ClickException
+except ImportError:  # pragma: no cover
+    from click.exceptions import ClickException as _ClickException
+
 from .. import __version__
 from ..errors import VeilError
 
@@ -84,9 +89,7 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo("veil: interrupted", err=True)
         raise SystemExit(130) from None
     except Exception as exc:  # noqa: BLE001 - the one place errors become exit codes
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
+        if isinstance(exc, _ClickException):
             exc.show()
             raise SystemExit(exc.exit_code) from None
         if debug:
