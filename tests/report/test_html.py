@@ -224,3 +224,19 @@ def test_write_text_atomic_leaves_nothing_on_failure(tmp_path, monkeypatch):
         write_text_atomic(target, "new")
     assert target.read_text() == "old"
     assert [p.name for p in target.parent.iterdir()] == ["index.html"]
+
+
+def test_save_report_round_trips(tmp_path):
+    from veil.report.html import save_report
+
+    secs = [_section(id="same", title="First"), _section(id="same", title="Second"),
+            _section(id="../evil id", title="Third")]
+    index = save_report(tmp_path / "bench", secs, title="Bench run", meta={"seed": None})
+    names = sorted(p.name for p in (tmp_path / "bench" / "sections").iterdir())
+    assert names == ["evil-id.json", "same-2.json", "same.json"]
+    doc = index.read_text(encoding="utf-8")
+    assert doc.index("First") < doc.index("Second") < doc.index("Third")
+    index.unlink()
+    assert rebuild_report(tmp_path / "bench").read_text(encoding="utf-8") == doc
+    with pytest.raises(DataError, match="not a folder"):
+        save_report(index.parent / "meta.json", secs)

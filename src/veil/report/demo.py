@@ -26,7 +26,7 @@ from .. import __version__
 from ..errors import ParameterError
 from ..random import make_rng
 from . import core
-from .html import render_report, section_to_dict, write_text_atomic
+from .html import render_report, section_to_dict, unique_id, write_text_atomic
 
 __all__ = ["run_demo", "DemoSectionError", "DEMO_TITLE"]
 
@@ -180,12 +180,8 @@ def run_demo(output_dir: str | Path, *, seed: int | None = None, quick: bool = F
 
             ctx = core.DemoContext(rng=child, quick=quick, outdir=out, progress=report_step)
             d = _build_one(m, ctx)
-            sid = str(d.get("id") or name)
-            base, k = sid, 2
-            while sid in used_ids:  # two sections with one id must not overwrite each other
-                sid, k = f"{base}-{k}", k + 1
-            used_ids.add(sid)
-            d["id"] = sid
+            # two sections with one id must not overwrite each other's file
+            sid = d["id"] = unique_id(str(d.get("id") or name), used_ids)
             sections.append(d)
             write_text_atomic(out / "sections" / f"{sid}.json", json.dumps(d, indent=1))
             if bar is not None:

@@ -34,8 +34,8 @@ from typing import Any, Iterable, Mapping
 from .. import __version__
 from ..errors import DataError
 
-__all__ = ["render_report", "rebuild_report", "write_text_atomic", "seed_status",
-           "section_to_dict", "MAX_TABLE_ROWS"]
+__all__ = ["render_report", "rebuild_report", "save_report", "load_run", "write_text_atomic",
+           "seed_status", "section_to_dict", "MAX_TABLE_ROWS"]
 
 #: Tables longer than this are cut in the HTML (the JSON keeps every row).
 MAX_TABLE_ROWS = 400
@@ -94,9 +94,10 @@ figcaption b{color:var(--fg)}
 table{border-collapse:collapse;font-size:.86rem;min-width:12rem}
 caption{caption-side:top;text-align:left;color:var(--muted);padding:.2rem 0}
 th,td{border-bottom:1px solid var(--line);padding:.25rem .6rem;text-align:left;
-white-space:nowrap}
-th{background:var(--panel);position:sticky;top:0}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
+vertical-align:top}
+th{background:var(--panel);white-space:nowrap}
+td{min-width:4rem;max-width:28rem}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap;min-width:0}
 table.params td:first-child{color:var(--muted)}
 details{margin:.4rem 0}
 summary{cursor:pointer;color:var(--accent);padding:.2rem 0}
@@ -468,6 +469,51 @@ def load_run(run_dir: str | os.PathLike) -> tuple[list[dict[str, Any]], dict[str
             raise DataError("not a report section (needs at least 'id' and 'title')", path=str(p))
         sections.append(d)
     return sections, meta
+
+
+def save_report(run_dir: str | os.PathLike, sections: Iterable[Any], *,
+                title: str = "veil report", meta: Mapping[str, Any] | None = None) -> Path:
+    """Save sections as a run folder and render it: what ``veil report RUN_DIR`` reads back.
+
+    Writes ``RUN_DIR/sections/<id>.json`` for every section (ids made unique
+    by a ``-2``, ``-3``... suffix), ``RUN_DIR/meta.json`` (``meta`` plus the
+    title and the section order) and ``RUN_DIR/index.html``, each atomically.
+    Benchmarks and batch jobs call this to make their results reportable.
+
+    Returns
+    -------
+    pathlib.Path
+        The written ``index.html``.
+
+    Examples
+    --------
+    >>> from veil.report.core import Section
+    >>> save_report("run", [Section("x", "X", "none")], title="bench")  # doctest: +SKIP
+    PosixPath('run/index.html')
+    """
+    run = Path(run_dir)
+    if run.exists() and not run.is_dir():
+        raise DataError("exists and is not a folder", path=str(run))
+    dicts, used = [], set()
+    for s in sections:
+        d = section_to_dict(s)
+        d["id"] = unique_id(str(d.get("id") or "section"), used)
+        dicts.append(d)
+        write_text_atomic(run / "sections" / f"{d['id']}.json", json.dumps(d, indent=1))
+    meta = {**dict(meta or {}), "title": title}
+    meta.setdefault("veil_version", __version__)
+    meta["sections"] = [{"id": d["id"], "status": d.get("status", "ok")} for d in dicts]
+    write_text_atomic(run / "meta.json", json.dumps(meta, indent=1))
+    return write_text_atomic(run / "index.html", render_report(dicts, title, meta))
+
+
+def unique_id(sid: str, used: set[str]) -> str:
+    """``sid`` made unique against ``used`` (and added to it): ``x``, ``x-2``, ``x-3``..."""
+    base, out, k = _slug(sid), _slug(sid), 2
+    while out in used:
+        out, k = f"{base}-{k}", k + 1
+    used.add(out)
+    return out
 
 
 def rebuild_report(run_dir: str | os.PathLike) -> Path:
