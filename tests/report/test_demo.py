@@ -231,3 +231,26 @@ def test_cli_report_on_bad_folder_is_a_one_line_error(tmp_path, capsys):
     assert _cli(["report", str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("veil: error:") and "not a folder" in err and "\n" not in err
+
+
+def test_samplers_how_to_commands_run():
+    """The "run it on your data" commands of the samplers section work as written."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from veil.report.sections.samplers import HOW_TO
+
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    cmds = [c for c in HOW_TO.splitlines() if c.strip() and not c.startswith("#")]
+    assert len(cmds) == 2
+    for cmd in cmds:
+        argv = shlex.split(cmd)
+        assert argv[0] == "python"
+        out = subprocess.run([sys.executable, *argv[1:]], env=env, capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip()

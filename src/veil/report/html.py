@@ -167,13 +167,19 @@ def _esc(x: Any) -> str:
 
 _CODE_RE = re.compile(r"`([^`]+)`")
 _BOLD_RE = re.compile(r"\*\*([^*]+)\*\*")
+_EM_RE = re.compile(r"(?<![*\w])\*([^*\s](?:[^*]*[^*\s])?)\*(?![*\w])")
 
 
 def _inline(text: str) -> str:
-    """Escape, then render `code` and **bold** (the only markup section text may use)."""
-    s = _esc(text)
-    s = _CODE_RE.sub(lambda m: f"<code>{m.group(1)}</code>", s)
-    return _BOLD_RE.sub(lambda m: f"<strong>{m.group(1)}</strong>", s)
+    """Escape, then render `code`, **bold** and *italic* (the only markup section text may use)."""
+    parts = _CODE_RE.split(_esc(text))  # odd items are code spans: no markup inside them
+    for i, p in enumerate(parts):
+        if i % 2:
+            parts[i] = f"<code>{p}</code>"
+        else:
+            p = _BOLD_RE.sub(lambda m: f"<strong>{m.group(1)}</strong>", p)
+            parts[i] = _EM_RE.sub(lambda m: f"<em>{m.group(1)}</em>", p)
+    return "".join(parts)
 
 
 def _paragraphs(text: str) -> str:
@@ -201,7 +207,7 @@ def _fmt(v: Any, *, depth: int = 0) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, int):
-        return str(v)
+        return f"{v:,}" if abs(v) >= 10_000 else str(v)
     if isinstance(v, float):
         if v != 0 and (abs(v) >= 1e6 or abs(v) < 1e-4):
             return f"{v:.3e}"
@@ -423,7 +429,9 @@ def render_report(sections: Iterable[Any], title: str = "veil report",
     foot = ["<footer>", f"<p>{line}</p>"]
     foot.append("<p>This file is self-contained: it loads nothing from the network. The "
                 "numbers behind every figure are in the tables under it and in "
-                "<code>sections/*.json</code> beside this file.</p></footer>")
+                "<code>sections/*.json</code> beside this file. What each guarantee means, and "
+                "where it stops, is explained in <code>docs/guarantees.md</code> of veil."
+                "</p></footer>")
     return "\n".join(head + hdr + body + foot + ["</body>", "</html>", ""])
 
 
