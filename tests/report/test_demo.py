@@ -254,3 +254,23 @@ def test_samplers_how_to_commands_run():
                              text=True, timeout=60)
         assert out.returncode == 0, out.stderr
         assert out.stdout.strip()
+
+
+def test_warnings_of_a_section_are_recorded(tmp_path, monkeypatch):
+    pkg = tmp_path / "wmods"
+    pkg.mkdir()
+    (pkg / "veiltest_warns.py").write_text(textwrap.dedent("""
+        import warnings
+        from veil.errors import PrivacyWarning
+        from veil.report.core import Section
+
+        def build(ctx):
+            warnings.warn("bins were taken from the data", PrivacyWarning)
+            warnings.warn("bins were taken from the data", PrivacyWarning)
+            return Section("w", "Warns", "nothing")
+    """))
+    monkeypatch.syspath_prepend(str(pkg))
+    index = run_demo(tmp_path / "w", quick=True, modules=["veiltest_warns"], progress=False)
+    sec = json.loads((index.parent / "sections" / "w.json").read_text())
+    assert sec["warnings"] == ["PrivacyWarning: bins were taken from the data"]
+    assert "PrivacyWarning: bins were taken from the data" in index.read_text(encoding="utf-8")

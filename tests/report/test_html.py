@@ -240,3 +240,36 @@ def test_save_report_round_trips(tmp_path):
     assert rebuild_report(tmp_path / "bench").read_text(encoding="utf-8") == doc
     with pytest.raises(DataError, match="not a folder"):
         save_report(index.parent / "meta.json", secs)
+
+
+def test_markup_is_well_formed_and_warnings_shown():
+    from html.parser import HTMLParser
+
+    void = {"meta", "img", "br", "hr", "link", "input"}
+
+    class Balance(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.stack, self.errors = [], []
+
+        def handle_starttag(self, tag, attrs):
+            if tag not in void:
+                self.stack.append(tag)
+
+        def handle_endtag(self, tag):
+            if self.stack and self.stack[-1] == tag:
+                self.stack.pop()
+            else:
+                self.errors.append((tag, self.getpos()))
+
+    d = _section().to_dict()
+    d["warnings"] = ["PrivacyWarning: bins taken from the data <opt-in>"]
+    failed = {"id": "f", "title": "F", "status": "failed", "error": "E", "traceback": "T"}
+    damaged = _section(id="dmg").to_dict()
+    damaged["figures"][0]["png_base64"] = ""
+    doc = render_report([d, failed, damaged], "t", {"seed": 1, "intro": "a\n\nb"})
+    p = Balance()
+    p.feed(doc)
+    assert p.errors == [] and p.stack == []
+    assert "1 warning while building this part" in doc
+    assert "PrivacyWarning: bins taken from the data &lt;opt-in&gt;" in doc

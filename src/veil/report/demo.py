@@ -19,6 +19,7 @@ import importlib.util
 import json
 import time
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -71,8 +72,28 @@ def _module_id(module: str) -> str:
 
 
 def _build_one(module: str, ctx: core.DemoContext) -> dict[str, Any]:
-    """Import ``module`` and build its section; failures become a failed-section dict."""
+    """Import ``module`` and build its section; failures become a failed-section dict.
+
+    Warnings raised while building (a ``PrivacyWarning`` for an opted-in hazard, a
+    numerical warning) are recorded and shown with the section.
+    """
     t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        d = _build_guarded(module, ctx)
+    seen: list[str] = []
+    for w in caught:
+        msg = f"{w.category.__name__}: {w.message}"
+        if msg not in seen:
+            seen.append(msg)
+    if seen:
+        d["warnings"] = seen[:20]
+    d["module"] = module
+    d["elapsed_s"] = round(time.perf_counter() - t0, 3)
+    return d
+
+
+def _build_guarded(module: str, ctx: core.DemoContext) -> dict[str, Any]:
     try:
         mod = importlib.import_module(module)
         build = getattr(mod, "build", None)
@@ -90,8 +111,6 @@ def _build_one(module: str, ctx: core.DemoContext) -> dict[str, Any]:
              "guarantee": "", "status": "failed",
              "error": f"{type(exc).__name__}: {exc}",
              "traceback": traceback.format_exc(limit=8)}
-    d["module"] = module
-    d["elapsed_s"] = round(time.perf_counter() - t0, 3)
     return d
 
 

@@ -304,6 +304,11 @@ def _section_html(s: Mapping[str, Any], number: int) -> str:
             out.append("<details><summary>Traceback</summary>"
                        f"<pre><code>{_esc(s['traceback'])}</code></pre></details>")
         out.append("</div>")
+    if s.get("warnings"):
+        ws = list(s["warnings"])
+        out.append(f"<details><summary>{len(ws)} warning{'s' if len(ws) != 1 else ''} while "
+                   "building this part</summary><ul>"
+                   + "".join(f"<li><code>{_esc(w)}</code></li>" for w in ws) + "</ul></details>")
     if s.get("guarantee"):
         out.append('<div class="guarantee"><strong class="label">What is guaranteed</strong>'
                    f"{_paragraphs(s['guarantee'])}</div>")
