@@ -359,3 +359,19 @@ def test_generators_are_fast():
     synthetic_checkins(city, n_users=500, seed=0)
     synthetic_census(20_000, seed=0)
     assert time.perf_counter() - t0 < 5.0  # generous: the machine is shared
+
+
+def test_grouped_categorical_draw_matches_row_wise_inverse_cdf():
+    """Exactness: the memory-light grouped sampler equals the row-wise inverse CDF."""
+    from veil.datasets.synthetic import _categorical_by_group, _inverse_cdf_rows
+
+    rng = np.random.default_rng(0)
+    for G, K in [(1, 1), (3, 5), (40, 63)]:
+        w = rng.random((G, K)) * (rng.random((G, K)) < 0.7)
+        w[:, rng.integers(0, K)] += 0.1  # every row has some weight
+        g = rng.integers(0, G, size=5000)
+        u = rng.random(5000)
+        u[:3] = 0.0
+        np.testing.assert_array_equal(_categorical_by_group(w, g, u), _inverse_cdf_rows(w[g], u))
+        # zero-weight categories are never drawn
+        assert (w[g, _categorical_by_group(w, g, u)] > 0).all()

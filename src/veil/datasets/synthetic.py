@@ -390,6 +390,22 @@ def _inverse_cdf_rows(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
     return np.minimum((u[:, None] >= cum).sum(axis=1), weights.shape[1] - 1)
 
 
+def _categorical_by_group(weights: np.ndarray, group: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """One categorical draw per item from row ``group[i]`` of ``weights`` (rows unnormalised).
+
+    Same result as ``_inverse_cdf_rows(weights[group], u)`` but in memory proportional to
+    ``weights`` rather than to the number of items: the normalised cumulative rows, shifted
+    by their row index, form one increasing array that ``searchsorted`` inverts.
+    """
+    G, K = weights.shape
+    cum = np.cumsum(weights, axis=1)
+    cum /= cum[:, -1:]
+    cum[:, -1] = 1.0
+    flat = (cum + np.arange(G)[:, None]).ravel()
+    idx = np.searchsorted(flat, group + u, side="right") - group * K
+    return np.clip(idx, 0, K - 1)
+
+
 def synthetic_city(*, n_pois: int = 2000, rows: int = 20, cols: int = 20,
                    width_km: float = 10.0, height_km: float = 8.0,
                    centre: tuple[float, float] = (44.0, -32.0), name: str = "Port Veil",
@@ -474,7 +490,7 @@ def synthetic_city(*, n_pois: int = 2000, rows: int = 20, cols: int = 20,
     top_pos = np.searchsorted(np.flatnonzero(tree.depth == 1), tree.top_level)
     w = base[None, :] * mult[:, top_pos]                      # (n_districts, n_leaves)
     w = np.vstack((w, base[None, :]))                         # background row
-    poi_category = _inverse_cdf_rows(w[src], rng.random(n_pois)).astype(np.int64)
+    poi_category = _categorical_by_group(w, src, rng.random(n_pois)).astype(np.int64)
     return City(name, lat0, lon0, south, west, north, east, rows, cols,
                 poi_lat, poi_lon, poi_category, tree)
 
@@ -777,20 +793,25 @@ def synthetic_checkins(city: City, *, n_users: int = 200, mean_per_user: float =
     counts = np.maximum(rng.poisson(mean_per_user, size=n_users), 1)
     user = np.repeat(np.arange(n_users, dtype=np.int64), counts)
     n = user.size
-    cat = _inverse_cdf_rows(pref[user], rng.random(n)).astype(np.int64)
+    cat = _categorical_by_group(pref, user, rng.random(n)).astype(np.int64)
 
     # places grouped by category: random candidates of the drawn category
     order = np.argsort(city.poi_category, kind="stable")
     first = np.concatenate(([0], np.cumsum(pois_per_cat)[:-1]))
-    cand = order[first[cat, None] + (rng.random((n, candidates)) * pois_per_cat[cat, None])
-                 .astype(np.int64)]
-    px, py = city.to_local_m(city.poi_lat[cand], city.poi_lon[cand])
-    dist = np.hypot(px - hx[user, None], py - hy[user, None])
-    w = np.exp(-(dist - dist.min(axis=1, keepdims=True)) / locality_m)
-    poi = cand[np.arange(n), _inverse_cdf_rows(w, rng.random(n))]
+    poi = np.empty(n, dtype=np.int64)
+    chunk = max(1, (1 << 21) // candidates)  # bounded memory for millions of check-ins
+    for a in range(0, n, chunk):
+        sl = slice(a, min(n, a + chunk))
+        c_, u_ = cat[sl], user[sl]
+        cand = order[first[c_, None] + (rng.random((c_.size, candidates))
+                                        * pois_per_cat[c_, None]).astype(np.int64)]
+        px, py = city.to_local_m(city.poi_lat[cand], city.poi_lon[cand])
+        dist = np.hypot(px - hx[u_, None], py - hy[u_, None])
+        w = np.exp(-(dist - dist.min(axis=1, keepdims=True)) / locality_m)
+        poi[sl] = cand[np.arange(c_.size), _inverse_cdf_rows(w, rng.random(c_.size))]
 
     top_pos = np.searchsorted(np.flatnonzero(tree.depth == 1), tree.top_level)
-    hours = _inverse_cdf_rows(_hour_profiles(tree)[top_pos[cat]], rng.random(n))
+    hours = _categorical_by_group(_hour_profiles(tree), top_pos[cat], rng.random(n))
     secs = (rng.integers(0, days, size=n) * 86400 + hours * 3600
             + rng.integers(0, 3600, size=n)).astype(np.int64)
     time = d0 + secs.astype("timedelta64[s]")
