@@ -375,3 +375,8 @@ def test_grouped_categorical_draw_matches_row_wise_inverse_cdf():
         np.testing.assert_array_equal(_categorical_by_group(w, g, u), _inverse_cdf_rows(w[g], u))
         # zero-weight categories are never drawn
         assert (w[g, _categorical_by_group(w, g, u)] > 0).all()
+
+
+def test_category_tree_size_matches_its_documentation():
+    t = category_tree()
+    assert (t.n_nodes, t.n_leaves, int((t.depth == 1).sum()), int(t.depth.max())) == (82, 63, 12, 3)

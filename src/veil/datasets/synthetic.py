@@ -4,7 +4,7 @@ Everything here is generated from a random generator, with no network and no
 files: ``veil demo`` and the tests run on these data so they work on a fresh
 machine. The generators are vectorized numpy and deterministic given a seed.
 
-* :func:`category_tree` -- a small built-in place-category tree (about 60
+* :func:`category_tree` -- a small built-in place-category tree (82
   nodes, three levels) with *sensitive* subtrees (health and medicine,
   religious places).
 * :func:`synthetic_city` -- a fictional city: a latitude/longitude bounding box
@@ -247,7 +247,7 @@ def category_tree() -> CategoryTree:
     """The built-in place-category tree (deterministic, no randomness).
 
     Three levels below the root ``"Place"``: 12 top-level categories, some with
-    sub-categories, and 57 leaves. The subtrees ``"Health & Medicine"`` and
+    sub-categories, and 63 leaves (82 nodes in all). The subtrees ``"Health & Medicine"`` and
     ``"Religious Places"`` are marked sensitive.
 
     Examples
