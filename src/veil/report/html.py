@@ -80,6 +80,7 @@ padding:.5rem .9rem;margin:.8rem 0}
 letter-spacing:.04em;color:var(--muted)}
 .error{border-left:4px solid var(--bad);background:var(--panel);padding:.6rem .9rem;
 border-radius:4px}
+.error pre{white-space:pre-wrap;overflow-wrap:anywhere}
 .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(11rem,1fr));gap:.6rem;
 margin:.6rem 0}
 .card{border:1px solid var(--line);border-radius:8px;padding:.5rem .7rem;background:var(--bg)}
