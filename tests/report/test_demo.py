@@ -187,13 +187,6 @@ def test_progress_is_shown(tmp_path, capsys):
 
 # ---------------------------------------------------------------- CLI
 
-# veil.cli.main's error path does `import click`, but typer >= 0.2x vendors click and does not
-# install it: every error then crashes with ModuleNotFoundError. Reported to the lead; these
-# tests pass once main() is fixed (they are not strict, so the fix needs no edit here).
-_CLI_ERROR_PATH_BROKEN = pytest.mark.xfail(
-    importlib.util.find_spec("click") is None,
-    reason="veil.cli.main imports click, which is not installed (typer vendors it)", strict=False)
-
 def _cli(args):
     from veil.cli import main
 
@@ -215,7 +208,6 @@ def test_cli_demo_and_report(tmp_path, monkeypatch, capsys):
     assert (out / "index.html").is_file()
 
 
-@_CLI_ERROR_PATH_BROKEN
 def test_cli_demo_exits_nonzero_when_a_section_fails(tmp_path, monkeypatch, capsys,
                                                      broken_modules):
     monkeypatch.setattr(core, "SECTION_MODULES", broken_modules[:2])
@@ -226,7 +218,6 @@ def test_cli_demo_exits_nonzero_when_a_section_fails(tmp_path, monkeypatch, caps
     assert (out / "index.html").is_file()
 
 
-@_CLI_ERROR_PATH_BROKEN
 def test_cli_report_on_bad_folder_is_a_one_line_error(tmp_path, capsys):
     assert _cli(["report", str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err.strip()
