@@ -297,12 +297,12 @@ def read_table(path: str | os.PathLike, *, columns: Mapping[str, str] | None = N
         Column names for a CSV file (replace the header's names).
     keep_others : bool
         With ``columns``, also return the other columns unchanged (CSV: as text, so they
-        round-trip exactly), after the declared ones.
+        round-trip exactly); all columns then come in the file's order.
 
     Returns
     -------
     pyarrow.Table
-        Declared columns first, in the order given, with types float64 / int64 / string /
+        The declared columns in the order given (file order with ``keep_others``), typed float64 / int64 / string /
         timestamp[us].
 
     Raises
@@ -373,12 +373,11 @@ def read_table(path: str | os.PathLike, *, columns: Mapping[str, str] | None = N
             raise DataError(f"cannot be converted: {str(exc).splitlines()[0]}",
                             path=spath) from None
 
-        out: dict[str, Any] = {}
-        for name, kind in kinds.items():
-            out[name] = _check_column(con, src, spath, name, kind, got)
-        for h in others:
-            out[h] = got.column(h)
-        return pa.table(out)
+        checked = {name: _check_column(con, src, spath, name, kind, got)
+                   for name, kind in kinds.items()}
+        if not keep_others:
+            return pa.table(checked)
+        return pa.table({h: checked[h] if h in checked else got.column(h) for h in have})
     finally:
         con.close()
 
