@@ -120,8 +120,8 @@ def _check_file(path: Path) -> None:
                         path=spath)
 
 
-def _first_ragged_row(path: Path, delimiter: str, header: bool) -> str | None:
-    """On the error path only: describe the first row whose field count differs."""
+def _first_ragged_row(path: Path, delimiter: str, header: bool) -> tuple[int | None, str] | None:
+    """On the error path only: (row, message) for the first row whose field count differs."""
     try:
         with open(path, newline="", encoding="utf-8") as fh:
             reader = csv.reader(fh, delimiter=delimiter)
@@ -132,12 +132,12 @@ def _first_ragged_row(path: Path, delimiter: str, header: bool) -> str | None:
             for i, rec in enumerate(reader, start=1 if header else 2):
                 if rec and len(rec) != width:
                     what = "the header has" if header else "row 1 has"
-                    return (f"row {i}: has {len(rec)} field(s) but {what} {width}; "
-                            f"check the delimiter {delimiter!r} and quoting")
+                    return i, (f"has {len(rec)} field(s) but {what} {width}; "
+                               f"check the delimiter {delimiter!r} and quoting")
     except UnicodeDecodeError as exc:
-        return f"is not UTF-8 text (byte {exc.start} of a line cannot be decoded)"
+        return None, f"is not UTF-8 text (byte {exc.start} of a line cannot be decoded)"
     except (csv.Error, OSError) as exc:
-        return f"cannot be parsed as CSV: {exc}"
+        return None, f"cannot be parsed as CSV: {exc}"
     return None
 
 
@@ -146,7 +146,7 @@ def _duck_error(exc: Exception, path: Path, fmt: str, delimiter: str, header: bo
     msg = str(exc)
     spath = str(path)
     if fmt == "csv":
-        if "unicode" in msg.lower() or "utf-8" in msg.lower():
+        if "invalid unicode" in msg.lower():
             m = re.search(r"Line:\s*(\d+)", msg)
             row = None
             if m:
@@ -163,7 +163,7 @@ def _duck_error(exc: Exception, path: Path, fmt: str, delimiter: str, header: bo
                              row=line - (1 if header else 0))
         detail = _first_ragged_row(path, delimiter, header)
         if detail is not None:
-            return DataError(detail, path=spath)
+            return DataError(detail[1], path=spath, row=detail[0])
         first = msg.strip().splitlines()[0] if msg.strip() else type(exc).__name__
         return DataError(f"cannot be read as CSV (delimiter {delimiter!r}): {first}", path=spath)
     first = msg.strip().splitlines()[0] if msg.strip() else type(exc).__name__
