@@ -41,7 +41,7 @@ INPUT_FORMAT = typer.Option(None, "--input-format",
 
 __all__ = [
     "EPSILON", "SEED", "OUTPUT", "FORMAT", "OUTPUT_FORMAT", "INPUT", "INPUT_FORMAT",
-    "output_path", "output_format", "check_epsilon_option", "write_output", "echo_release",
+    "output_path", "output_format", "read_input", "check_epsilon_option", "write_output", "echo_release",
 ]
 
 
@@ -64,13 +64,27 @@ def output_format(fmt: Optional[str], path: Path) -> str:
 
     if fmt is not None:
         try:
-            return detect_format(path, fmt)
+            return detect_format(path, fmt, option="--format")
         except ParameterError as exc:
             raise ParameterError(f"--format: {exc}") from None
     try:
         return detect_format(path)
     except ParameterError:
         return FORMATS[0]
+
+
+def read_input(path: Path, *, columns: dict[str, str], input_format: Optional[str] = None,
+               **options: Any):
+    """Read INPUT with :func:`veil.io.read_table`; format errors name ``--input-format``."""
+    from ..errors import ParameterError
+    from ..io import detect_format, read_table
+
+    try:
+        fmt = detect_format(path, input_format, option="--input-format")
+    except ParameterError as exc:
+        opt = "--input-format" if input_format is not None else "INPUT"
+        raise ParameterError(f"{opt}: {exc}") from None
+    return read_table(path, columns=columns, format=fmt, **options)
 
 
 def check_epsilon_option(value: float, name: str = "--epsilon") -> float:

@@ -14,7 +14,8 @@ from typing import Optional
 import typer
 
 from .common import (EPSILON, INPUT, INPUT_FORMAT, OUTPUT, OUTPUT_FORMAT, SEED,
-                     check_epsilon_option, echo_release, output_format, output_path, write_output)
+                     check_epsilon_option, echo_release, output_format, output_path, read_input,
+                     write_output)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Generic noise mechanisms on a column of a file (geometric for counts).")
@@ -51,7 +52,6 @@ def counts(
     import numpy as np
     import pyarrow as pa
 
-    from ..io import read_table
     from ..mechanisms import geometric_mechanism
     from ..random import make_rng
     from ..validation import check_positive
@@ -60,7 +60,8 @@ def counts(
     sens = check_positive(sensitivity, "--sensitivity")
     out = output_path(output)
     out_fmt = output_format(fmt, out)
-    table = read_table(input, columns={column: "count"}, format=input_format, keep_others=True)
+    table = read_input(input, columns={column: "count"}, input_format=input_format,
+                       keep_others=True)
     values = table.column(column).to_numpy()
     rel = geometric_mechanism(values, epsilon=eps, sensitivity=sens, rng=make_rng(seed=seed))
     noisy = np.asarray(rel.value, dtype=np.int64)

@@ -59,7 +59,8 @@ _DUCK_NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYIN
                  "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "REAL")
 
 
-def detect_format(path: str | os.PathLike, format: str | None = None) -> str:
+def detect_format(path: str | os.PathLike, format: str | None = None, *,
+                  option: str = "format=") -> str:
     """Return the file format: ``format`` if given, else from the file's extension.
 
     Parameters
@@ -68,6 +69,8 @@ def detect_format(path: str | os.PathLike, format: str | None = None) -> str:
         The file (only its name is used).
     format : {'csv', 'parquet', 'json'}, optional
         Explicit format; overrides the extension.
+    option : str
+        How the caller spells the format option, for the message (e.g. ``--input-format``).
 
     Raises
     ------
@@ -88,7 +91,7 @@ def detect_format(path: str | os.PathLike, format: str | None = None) -> str:
         return _EXTENSIONS[suffix]
     raise ParameterError(
         f"cannot tell the format of {str(path)!r} from its extension {suffix or '(none)'!r}; "
-        f"use a .csv, .tsv, .parquet or .json name, or pass format= "
+        f"use a .csv, .tsv, .parquet or .json name, or pass {option} "
         f"(one of {', '.join(FORMATS)})")
 
 
@@ -443,7 +446,7 @@ def _check_column(con, src: str, path: str, name: str, kind: str, got: pa.Table)
     # int / count
     i = _first(vals != np.round(vals))
     if i is not None:
-        label = "count" if kind == "count" else "integer"
+        label = "integer count" if kind == "count" else "integer"
         raise DataError(f"{_raw_value(con, src, name, i)} is not an {label} (expected "
                         f"{KINDS[kind]})", path=path, row=i + 1, column=name)
     icol = got.column("__i__" + name)
