@@ -56,6 +56,9 @@ CLI_CASES = [
     ("output-folder-missing", "h.csv", GOOD, ["-o", "{out}/no/such/dir/o.csv"],
      ["--output", "does not exist"]),
     ("output-is-folder", "h.csv", GOOD, ["-o", "{out}"], ["--output", "folder"]),
+    ("semicolon-delimited", "h.csv", "bin;count\na;1\n", [],
+     ["{in}", "column 'count'", "';'-delimited", "--delimiter"]),
+    ("bad-delimiter", "h.csv", GOOD, ["--delimiter", "::"], ["--delimiter", "'::'"]),
     ("missing-column-option", "h.csv", GOOD, ["--column"], ["--column"]),
 ]
 

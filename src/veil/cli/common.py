@@ -38,9 +38,12 @@ INPUT = typer.Argument(..., help="Input file: .csv/.tsv, .parquet or .json (see 
 #: ``--input-format`` overriding the input's extension.
 INPUT_FORMAT = typer.Option(None, "--input-format",
                             help="Input format: csv, parquet or json. Default: from the extension.")
+#: ``--delimiter`` for CSV input (default ``,``; a tab for .tsv files).
+DELIMITER = typer.Option(None, "--delimiter",
+                         help="CSV field delimiter of the input (default ',', tab for .tsv).")
 
 __all__ = [
-    "EPSILON", "SEED", "OUTPUT", "FORMAT", "OUTPUT_FORMAT", "INPUT", "INPUT_FORMAT",
+    "EPSILON", "SEED", "OUTPUT", "FORMAT", "OUTPUT_FORMAT", "INPUT", "INPUT_FORMAT", "DELIMITER",
     "output_path", "output_format", "read_input", "check_epsilon_option", "write_output", "echo_release",
 ]
 
@@ -84,6 +87,9 @@ def read_input(path: Path, *, columns: dict[str, str], input_format: Optional[st
     except ParameterError as exc:
         opt = "--input-format" if input_format is not None else "INPUT"
         raise ParameterError(f"{opt}: {exc}") from None
+    delimiter = options.get("delimiter")
+    if delimiter is not None and len(delimiter) != 1:
+        raise ParameterError(f"--delimiter must be a single character, got {delimiter!r}")
     return read_table(path, columns=columns, format=fmt, **options)
 
 

@@ -13,7 +13,7 @@ from typing import Optional
 
 import typer
 
-from .common import (EPSILON, INPUT, INPUT_FORMAT, OUTPUT, OUTPUT_FORMAT, SEED,
+from .common import (DELIMITER, EPSILON, INPUT, INPUT_FORMAT, OUTPUT, OUTPUT_FORMAT, SEED,
                      check_epsilon_option, echo_release, output_format, output_path, read_input,
                      write_output)
 
@@ -37,6 +37,7 @@ def counts(
         False, "--nonnegative",
         help="Clamp noisy counts at 0 (post-processing: costs no budget, adds bias)."),
     input_format: Optional[str] = INPUT_FORMAT,
+    delimiter: Optional[str] = DELIMITER,
     seed: Optional[int] = SEED,
 ) -> None:
     """Add exact discrete Laplace (geometric) noise to a column of counts.
@@ -61,7 +62,7 @@ def counts(
     out = output_path(output)
     out_fmt = output_format(fmt, out)
     table = read_input(input, columns={column: "count"}, input_format=input_format,
-                       keep_others=True)
+                       delimiter=delimiter, keep_others=True)
     values = table.column(column).to_numpy()
     rel = geometric_mechanism(values, epsilon=eps, sensitivity=sens, rng=make_rng(seed=seed))
     noisy = np.asarray(rel.value, dtype=np.int64)

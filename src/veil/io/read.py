@@ -249,9 +249,16 @@ def _first(mask: np.ndarray) -> int | None:
 
 def _missing_column_error(path: str, want: str, have: list[str]) -> DataError:
     lower = {h.lower(): h for h in have}
-    if want.lower() in lower:
+    hint = ""
+    if len(have) == 1:
+        for sep in (";", "\t", "|", ",", " "):
+            if sep in have[0]:
+                hint = (f"; the header looks {sep!r}-delimited: pass delimiter={sep!r} "
+                        f"(--delimiter on the command line)")
+                break
+    if not hint and want.lower() in lower:
         hint = f"; did you mean {lower[want.lower()]!r}? (names are case-sensitive)"
-    else:
+    elif not hint:
         near = difflib.get_close_matches(want, have, n=1, cutoff=0.6)
         hint = f"; did you mean {near[0]!r}?" if near else ""
     shown = ", ".join(repr(h) for h in have[:12]) + (" ..." if len(have) > 12 else "")
