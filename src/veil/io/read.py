@@ -55,6 +55,7 @@ _EXTENSIONS: dict[str, str] = {
 
 _NUMERIC_KINDS = ("float", "int", "count", "lat", "lon")
 _INT64_LIMIT = 2.0 ** 63
+_EXACT_LIMIT = 2.0 ** 52
 _DUCK_NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
                  "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "REAL")
 
@@ -93,6 +94,22 @@ def detect_format(path: str | os.PathLike, format: str | None = None, *,
         f"cannot tell the format of {str(path)!r} from its extension {suffix or '(none)'!r}; "
         f"use a .csv, .tsv, .parquet or .json name, or pass {option} "
         f"(one of {', '.join(FORMATS)})")
+
+
+def _connect():
+    """A private in-memory DuckDB connection with no progress bar and ordered results."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
+    con.execute("SET preserve_insertion_order = true")
+    # DuckDB 2.0's type_pushdown turns TRY_CAST(varchar_col AS BIGINT) over read_csv into a
+    # typed CSV read that raises on a bad value instead of yielding NULL; keep TRY_CAST exact.
+    try:
+        con.execute("SET disabled_optimizers = 'type_pushdown'")
+    except duckdb.Error:  # pragma: no cover - older DuckDB without that optimizer
+        pass
+    return con
 
 
 def _sql_str(s: str) -> str:
@@ -193,6 +210,18 @@ def _source_sql(path: Path, fmt: str, *, delimiter: str, header: bool,
     return f"read_json_auto({p})"
 
 
+def _bigint_expr(name: str, src_type: str) -> str:
+    """Exact BIGINT parse of a column (used only for integers beyond 2**52)."""
+    col = _ident(name)
+    base = src_type.upper()
+    if base == "JSON":
+        col = f"({col} ->> '$')"
+        base = "VARCHAR"
+    if base in _DUCK_NUMERIC or base == "VARCHAR" or base.startswith("DECIMAL"):
+        return f"TRY_CAST({col} AS BIGINT)"
+    return "CAST(NULL AS BIGINT)"
+
+
 def _cast_exprs(name: str, src_type: str, kind: str) -> list[str]:
     """SQL expressions for one declared column: the parsed value(s) and a missing flag."""
     col = _ident(name)
@@ -207,11 +236,6 @@ def _cast_exprs(name: str, src_type: str, kind: str) -> list[str]:
             out.append(f"CAST(NULL AS DOUBLE) AS {_ident('__f__' + name)}")
         else:
             out.append(f"TRY_CAST({col} AS DOUBLE) AS {_ident('__f__' + name)}")
-        if kind in ("int", "count"):
-            if base in _DUCK_NUMERIC or base == "VARCHAR" or base.startswith("DECIMAL"):
-                out.append(f"TRY_CAST({col} AS BIGINT) AS {_ident('__i__' + name)}")
-            else:
-                out.append(f"CAST(NULL AS BIGINT) AS {_ident('__i__' + name)}")
     elif kind == "str":
         out.append(f"CAST({col} AS VARCHAR) AS {_ident('__s__' + name)}")
     elif kind == "time":
@@ -347,43 +371,39 @@ def read_table(path: str | os.PathLike, *, columns: Mapping[str, str] | None = N
     _check_file(path)
     spath = str(path)
 
-    con = duckdb.connect()
+    con = _connect()
     try:
-        src = "__src"
-        src_sql = _source_sql(path, fmt, delimiter=delimiter, header=header, names=names,
-                              all_varchar=kinds is not None)
+        src = _source_sql(path, fmt, delimiter=delimiter, header=header, names=names,
+                          all_varchar=kinds is not None)
         try:
-            con.sql(f"CREATE TEMP TABLE {src} AS SELECT * FROM {src_sql}")
-            described = con.sql(f"DESCRIBE {src}").fetchall()
+            described = con.sql(f"DESCRIBE SELECT * FROM {src}").fetchall()
         except duckdb.Error as exc:
             raise _duck_error(exc, path, fmt, delimiter, header) from None
         have = [r[0] for r in described]
         types = {r[0]: str(r[1]) for r in described}
-        nrows = con.sql(f"SELECT count(*) FROM {src}").fetchall()[0][0]
 
         if kinds is None:
-            if nrows == 0:
-                raise DataError("has no data rows (only a header?)", path=spath)
-            return con.sql(f"SELECT * FROM {src}").to_arrow_table()
-
-        for name in kinds:
-            if name not in types:
-                raise _missing_column_error(spath, name, have)
-        if nrows == 0:
-            raise DataError("has no data rows (only a header?)", path=spath)
-
-        exprs: list[str] = []
-        for name, kind in kinds.items():
-            exprs.extend(_cast_exprs(name, types[name], kind))
-        others = [h for h in have if h not in kinds] if keep_others else []
-        exprs.extend(_ident(h) for h in others)
+            exprs = ["*"]
+        else:
+            for name in kinds:
+                if name not in types:
+                    raise _missing_column_error(spath, name, have)
+            exprs = []
+            for name, kind in kinds.items():
+                exprs.extend(_cast_exprs(name, types[name], kind))
+            others = [h for h in have if h not in kinds] if keep_others else []
+            exprs.extend(_ident(h) for h in others)
+        # One scan of the file; insertion order is preserved, so index i is data row i + 1.
         try:
             got = con.sql(f"SELECT {', '.join(exprs)} FROM {src}").to_arrow_table()
         except duckdb.Error as exc:
-            raise DataError(f"cannot be converted: {str(exc).splitlines()[0]}",
-                            path=spath) from None
+            raise _duck_error(exc, path, fmt, delimiter, header) from None
+        if got.num_rows == 0:
+            raise DataError("has no data rows (only a header?)", path=spath)
+        if kinds is None:
+            return got
 
-        checked = {name: _check_column(con, src, spath, name, kind, got)
+        checked = {name: _check_column(con, src, spath, name, kind, got, types[name])
                    for name, kind in kinds.items()}
         if not keep_others:
             return pa.table(checked)
@@ -392,7 +412,8 @@ def read_table(path: str | os.PathLike, *, columns: Mapping[str, str] | None = N
         con.close()
 
 
-def _check_column(con, src: str, path: str, name: str, kind: str, got: pa.Table):
+def _check_column(con, src: str, path: str, name: str, kind: str, got: pa.Table,
+                  src_type: str):
     """Vectorized checks of one declared column; returns the converted Arrow array."""
     missing = got.column("__null__" + name).to_numpy()
     i = _first(missing)
@@ -456,13 +477,17 @@ def _check_column(con, src: str, path: str, name: str, kind: str, got: pa.Table)
         label = "integer count" if kind == "count" else "integer"
         raise DataError(f"{_raw_value(con, src, name, i)} is not an {label} (expected "
                         f"{KINDS[kind]})", path=path, row=i + 1, column=name)
-    icol = got.column("__i__" + name)
-    inull = np.asarray(icol.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-    i = _first(inull | (np.abs(vals) >= _INT64_LIMIT))
-    if i is not None:
-        raise DataError(f"{_raw_value(con, src, name, i)} does not fit in a 64-bit integer",
-                        path=path, row=i + 1, column=name)
-    ints = icol.to_numpy().astype(np.int64, copy=False)
+    if np.abs(vals).max() < _EXACT_LIMIT:
+        ints = vals.astype(np.int64)  # integral doubles below 2**52 are exact
+    else:  # large integers: parse the text again as BIGINT so no digit is lost
+        icol = con.sql(f"SELECT {_bigint_expr(name, src_type)} FROM {src}").to_arrow_table()
+        icol = icol.column(0)
+        inull = np.asarray(icol.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        i = _first(inull | (np.abs(vals) >= _INT64_LIMIT))
+        if i is not None:
+            raise DataError(f"{_raw_value(con, src, name, i)} does not fit in a 64-bit "
+                            f"integer", path=path, row=i + 1, column=name)
+        ints = icol.to_numpy().astype(np.int64, copy=False)
     if kind == "count":
         i = _first(ints < 0)
         if i is not None:

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from ..errors import ParameterError
 from ..release import Release, to_jsonable
-from .read import FORMATS, detect_format
+from .read import FORMATS, _connect, detect_format
 
 __all__ = [
     "atomic_path",
@@ -198,7 +198,7 @@ def _copy(arrow: pa.Table, tmp: Path, fmt: str, final: Path) -> None:
     """Write ``arrow`` to ``tmp`` with DuckDB's COPY (errors name the final output)."""
     import duckdb
 
-    con = duckdb.connect()
+    con = _connect()
     try:
         con.register("__out", arrow)
         target = "'" + str(tmp).replace("'", "''") + "'"
