@@ -273,3 +273,20 @@ def test_same_column_twice_rejected(tmp_path):
 
 def test_kinds_are_documented():
     assert set(KINDS) == {"float", "int", "count", "lat", "lon", "str", "time"}
+
+
+def test_quoted_empty_string_is_a_value_unquoted_empty_is_missing(tmp_path):
+    p = _csv(tmp_path, 's,t\n"",x\n')
+    assert read_columns(p, columns={"s": "str"})["s"].tolist() == [""]
+    q = _csv(tmp_path, "s,t\n,x\n", "q.csv")
+    with pytest.raises(DataError, match="row 1, column 's': missing value"):
+        read_columns(q, columns={"s": "str"})
+
+
+def test_near_int64_limit_exact(tmp_path):
+    top = 2 ** 63 - 1
+    p = _csv(tmp_path, f"n\n{top}\n{-top - 1}\n")
+    assert read_columns(p, columns={"n": "int"})["n"].tolist() == [top, -top - 1]
+    q = _csv(tmp_path, f"n\n{top + 1}\n", "q.csv")
+    with pytest.raises(DataError, match="64-bit"):
+        read_columns(q, columns={"n": "int"})

@@ -219,3 +219,52 @@ def test_write_release_rejects_non_release(tmp_path):
     with pytest.raises(ParameterError, match="must be a veil Release"):
         write_release({"a": [1]}, tmp_path / "r.csv")
     assert _names(tmp_path) == []
+
+
+def test_output_permissions_follow_umask_or_previous_file(tmp_path):
+    mask = os.umask(0o022)
+    try:
+        out = tmp_path / "m.json"
+        write_json({"a": 1}, out)
+        assert out.stat().st_mode & 0o777 == 0o644  # not mkstemp's 0o600
+        os.chmod(out, 0o640)
+        write_json({"a": 2}, out)
+        assert out.stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(mask)
+
+
+def test_paths_with_quotes_and_bom_crlf(tmp_path):
+    d = tmp_path / "it's here"
+    d.mkdir()
+    src = d / "o'k.csv"
+    src.write_bytes(b"\xef\xbb\xbfbin,count\r\na,1\r\nb,2\r\n")
+    t = read_table(src, columns={"bin": "str", "count": "count"})
+    assert t.to_pydict() == {"bin": ["a", "b"], "count": [1, 2]}
+    out = d / "x'y.parquet"
+    write_table(t, out)
+    assert read_table(out).to_pydict() == {"bin": ["a", "b"], "count": [1, 2]}
+
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+                max_size=12)
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.tuples(st.integers(-2**63, 2**63 - 1),
+                               st.floats(allow_nan=False, allow_infinity=False),
+                               _text), min_size=1, max_size=20),
+       fmt=st.sampled_from(["csv", "parquet", "json"]))
+def test_roundtrip_is_exact(tmp_path, rows, fmt):
+    ints, floats, texts = (list(c) for c in zip(*rows, strict=True))
+    out = tmp_path / f"r.{fmt}"
+    write_table({"i": np.array(ints, dtype=np.int64), "x": np.array(floats),
+                 "s": np.array(texts, dtype=object)}, out)
+    back = read_columns(out, columns={"i": "int", "x": "float", "s": "str"})
+    assert back["i"].tolist() == ints
+    assert back["x"].tolist() == floats
+    assert back["s"].tolist() == texts

@@ -54,7 +54,6 @@ _EXTENSIONS: dict[str, str] = {
 }
 
 _NUMERIC_KINDS = ("float", "int", "count", "lat", "lon")
-_INT64_LIMIT = 2.0 ** 63
 _EXACT_LIMIT = 2.0 ** 52
 _DUCK_NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
                  "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "REAL")
@@ -199,7 +198,7 @@ def _source_sql(path: Path, fmt: str, *, delimiter: str, header: bool,
     if fmt == "csv":
         opts = [f"header={'true' if header else 'false'}", f"delim={_sql_str(delimiter)}",
                 "quote='\"'", "escape='\"'", "skip=0", "strict_mode=true",
-                "null_padding=false", "comment=''"]
+                "null_padding=false", "comment=''", "allow_quoted_nulls=false"]
         if all_varchar:
             opts.append("all_varchar=true")
         if names is not None:
@@ -483,7 +482,7 @@ def _check_column(con, src: str, path: str, name: str, kind: str, got: pa.Table,
         icol = con.sql(f"SELECT {_bigint_expr(name, src_type)} FROM {src}").to_arrow_table()
         icol = icol.column(0)
         inull = np.asarray(icol.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-        i = _first(inull | (np.abs(vals) >= _INT64_LIMIT))
+        i = _first(inull)
         if i is not None:
             raise DataError(f"{_raw_value(con, src, name, i)} does not fit in a 64-bit "
                             f"integer", path=path, row=i + 1, column=name)

@@ -49,6 +49,19 @@ def _check_target(target: Path, name: str = "output") -> Path:
     return target
 
 
+def _final_mode(target: Path) -> int:
+    """Permissions for a new output: the old file's, else 0o666 minus the umask.
+
+    (``mkstemp`` creates 0o600 files; an output should be as readable as any other.)
+    """
+    try:
+        return target.stat().st_mode & 0o7777
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
 def _fsync_file(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -103,6 +116,7 @@ def atomic_paths(*targets: str | os.PathLike) -> Iterator[list[Path]]:
                                         suffix=".tmp", dir=final.parent if str(final.parent) else ".")
             os.close(fd)
             temps.append(Path(name))
+            os.chmod(name, _final_mode(final))
         yield temps
         for tmp, final in zip(temps, finals, strict=True):
             if not tmp.exists():
