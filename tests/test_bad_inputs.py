@@ -59,6 +59,8 @@ CLI_CASES = [
     ("semicolon-delimited", "h.csv", "bin;count\na;1\n", [],
      ["{in}", "column 'count'", "';'-delimited", "--delimiter"]),
     ("bad-delimiter", "h.csv", GOOD, ["--delimiter", "::"], ["--delimiter", "'::'"]),
+    ("format-mismatch", "h.csv", GOOD, ["--format", "parquet"],
+     ["--format parquet", "noisy.csv", "csv extension"]),
     ("missing-column-option", "h.csv", GOOD, ["--column"], ["--column"]),
 ]
 

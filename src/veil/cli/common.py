@@ -65,15 +65,21 @@ def output_format(fmt: Optional[str], path: Path) -> str:
     from ..errors import ParameterError
     from ..io import FORMATS, detect_format
 
+    try:
+        implied = detect_format(path)
+    except ParameterError:
+        implied = None
     if fmt is not None:
         try:
-            return detect_format(path, fmt, option="--format")
+            chosen = detect_format(path, fmt, option="--format")
         except ParameterError as exc:
             raise ParameterError(f"--format: {exc}") from None
-    try:
-        return detect_format(path)
-    except ParameterError:
-        return FORMATS[0]
+        if implied is not None and implied != chosen:
+            raise ParameterError(
+                f"--format {chosen} does not match the output name {str(path)!r} "
+                f"(a {implied} extension); rename the output or drop --format")
+        return chosen
+    return implied if implied is not None else FORMATS[0]
 
 
 def read_input(path: Path, *, columns: dict[str, str], input_format: Optional[str] = None,

@@ -172,6 +172,14 @@ def to_arrow(data: Any, *, name: str = "value") -> pa.Table:
 
     Accepts a ``pyarrow.Table``, a pandas ``DataFrame``, a mapping of column name to 1-D
     array, or a single 1-D array (one column called ``name``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> to_arrow({"a": np.arange(3), "b": ["x", "y", "z"]}).column_names
+    ['a', 'b']
+    >>> to_arrow(np.array([1.5, 2.5]), name="noisy").num_rows
+    2
     """
     if isinstance(data, pa.Table):
         return data
@@ -275,7 +283,13 @@ def write_json(obj: Any, path: str | os.PathLike) -> Path:
 
 
 def sidecar_path(path: str | os.PathLike) -> Path:
-    """The metadata sidecar of an output: ``<path>.meta.json``."""
+    """The metadata sidecar of an output: ``<path>.meta.json``.
+
+    Examples
+    --------
+    >>> sidecar_path("out/noisy.parquet").as_posix()
+    'out/noisy.parquet.meta.json'
+    """
     p = Path(os.fspath(path))
     return p.with_name(p.name + ".meta.json")
 
