@@ -45,6 +45,7 @@ __all__ = [
 ]
 
 FLOAT64_PRECISION = 2.0 ** -52
+MAX_GRID_CELLS = 20_000_000
 
 _FLOAT_NOTE = ("float64 sampler: the output is a real-valued draw rounded to float64; "
                "for a guarantee that survives floating point use discretized_planar_laplace")
@@ -213,6 +214,11 @@ def discretized_planar_laplace(points: Any, *, epsilon: float, grid_step: float,
     if not isinstance(projection, LocalProjection):
         raise ParameterError(f"projection must be a LocalProjection, got {projection!r}")
     eps_prime = discretization_epsilon(eps, step, region.diameter)
+    xmin, ymin, xmax, ymax = region.bounds
+    n_cells = math.ceil((xmax - xmin) / step) * math.ceil((ymax - ymin) / step)
+    if n_cells > MAX_GRID_CELLS:
+        raise ParameterError(f"grid_step {step} m is too fine for the region: {n_cells:.3g} cells "
+                             f"(max {MAX_GRID_CELLS:.0e}); use a coarser grid")
     lat, lon = _as_points(points)
     rng = make_rng(rng)
     grid = region.grid(step)
