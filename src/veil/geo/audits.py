@@ -24,7 +24,7 @@ import numpy as np
 from ..audit import (AuditResult, Event, TestResult, check_on_grid, conformance_ks,
                      dp_ratio_audit, events_balls, events_lr_levels)
 from ..distances import EARTH_RADIUS_M
-from .geoind import discretization_epsilon, discretized_planar_laplace, planar_laplace
+from .geoind import discretization_epsilon, discretized_planar_laplace_xy, planar_laplace
 from .geometry import Box, LocalProjection, aeqd_forward, destination
 from .metrics import laplace_radius_cdf
 
@@ -161,13 +161,9 @@ REGION = Box(-3000.0, -3000.0, 3000.0, 3000.0)
 
 
 def _disc_sampler(b_xy, scale_factor: float = 1.0):
-    la, lo = _PROJ.to_latlon(np.array([b_xy[0]]), np.array([b_xy[1]]))
-
     def run(n, g):
-        rel = discretized_planar_laplace(np.tile([la[0], lo[0]], (n, 1)),
-                                         epsilon=EPS * scale_factor, grid_step=GRID_STEP,
-                                         region=REGION, projection=_PROJ, rng=g)
-        return rel.parameters["xy"]
+        return discretized_planar_laplace_xy(np.tile(b_xy, (n, 1)), epsilon=EPS * scale_factor,
+                                             grid_step=GRID_STEP, region=REGION, rng=g).value
     return run
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,7 @@ __all__ = [
     "planar_laplace",
     "planar_laplace_xy",
     "discretized_planar_laplace",
+    "discretized_planar_laplace_xy",
     "discretization_epsilon",
     "ConsistentObfuscator",
     "FLOAT64_PRECISION",
@@ -188,8 +190,8 @@ def discretized_planar_laplace(points: Any, *, epsilon: float, grid_step: float,
     exact planar Laplace draw, snapped to the centre of its grid cell
     (step ``grid_step`` metres, grid over the region's bounding box), and,
     when that centre is outside ``region``, remapped to the nearest grid
-    centre inside it. Outputs are returned as grid-centre ``[lat, lon]`` and
-    as planar ``xy`` in the Release parameters' plane.
+    centre inside it. Outputs are grid-centre ``[lat, lon]`` (use
+    :func:`discretized_planar_laplace_xy` for planar metres).
 
     Privacy: snapping and truncation are post-processing of planar Laplace;
     the floating-point error of the draw only matters within rounding
@@ -207,38 +209,58 @@ def discretized_planar_laplace(points: Any, *, epsilon: float, grid_step: float,
     >>> rel.epsilon > 0.01
     True
     """
+    if not isinstance(projection, LocalProjection):
+        raise ParameterError(f"projection must be a LocalProjection, got {projection!r}")
+    lat, lon = _as_points(points)
+    x, y = projection.to_plane(lat, lon)
+    rel = discretized_planar_laplace_xy(np.column_stack((x, y)), epsilon=epsilon,
+                                        grid_step=grid_step, region=region, rng=rng)
+    out = rel.value
+    la, lo = projection.to_latlon(out[:, 0], out[:, 1])
+    params = dict(rel.parameters, projection=[projection.lat0, projection.lon0])
+    return replace(rel, value=np.column_stack((la, lo)), parameters=params)
+
+
+def discretized_planar_laplace_xy(xy: Any, *, epsilon: float, grid_step: float, region: Region,
+                                  rng: np.random.Generator | None = None) -> Release:
+    """The discretized, truncated planar Laplace on planar points (metres); see above.
+
+    Returns the grid-centre outputs as an ``(n, 2)`` array of metres.
+
+    Examples
+    --------
+    >>> from veil.geo.geometry import Box
+    >>> rel = discretized_planar_laplace_xy([[5.0, 5.0]], epsilon=0.01, grid_step=10.0,
+    ...     region=Box(0, 0, 1000, 1000), rng=make_rng(seed=0))
+    >>> bool(((rel.value - 5.0) % 10.0 == 0).all())
+    True
+    """
     eps = check_epsilon(epsilon, "epsilon")
     step = check_positive(grid_step, "grid_step")
     if not isinstance(region, Region):
         raise ParameterError(f"region must be a Region (metres in the projection plane), got {region!r}")
-    if not isinstance(projection, LocalProjection):
-        raise ParameterError(f"projection must be a LocalProjection, got {projection!r}")
+    a = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
+    if not np.isfinite(a).all():
+        raise ParameterError("xy must be finite")
     eps_prime = discretization_epsilon(eps, step, region.diameter)
     xmin, ymin, xmax, ymax = region.bounds
     n_cells = math.ceil((xmax - xmin) / step) * math.ceil((ymax - ymin) / step)
     if n_cells > MAX_GRID_CELLS:
         raise ParameterError(f"grid_step {step} m is too fine for the region: {n_cells:.3g} cells "
                              f"(max {MAX_GRID_CELLS:.0e}); use a coarser grid")
-    lat, lon = _as_points(points)
-    rng = make_rng(rng)
     grid = region.grid(step)
-    centers = grid.centers
-    allowed = region.contains(centers)
+    allowed = region.contains(grid.centers)
     if not allowed.any():
         raise ParameterError(f"region: no grid centre of step {step} m lies inside the region "
                              "(empty after discretization); use a finer grid_step")
-    x, y = projection.to_plane(lat, lon)
-    dx, dy = _noise(eps, lat.size, rng)
-    z = np.column_stack((x + dx, y + dy))
-    out = snap_truncate(z, grid, allowed)
-    la, lo = projection.to_latlon(out[:, 0], out[:, 1])
-    return Release(np.column_stack((la, lo)), "discretized-planar-laplace", GeoDP(eps_prime),
+    rng = make_rng(rng)
+    dx, dy = _noise(eps, len(a), rng)
+    out = snap_truncate(np.column_stack((a[:, 0] + dx, a[:, 1] + dy)), grid, allowed)
+    return Release(out, "discretized-planar-laplace", GeoDP(eps_prime),
                    parameters={"epsilon_per_metre": eps, "epsilon_prime": eps_prime,
                                "grid_step_m": step, "grid": [grid.x0, grid.y0, grid.x1, grid.y1,
                                                             grid.nx, grid.ny],
-                               "region": region.to_dict(), "projection":
-                               [projection.lat0, projection.lon0], "xy": out,
-                               "n_points": int(lat.size)},
+                               "region": region.to_dict(), "n_points": int(len(a))},
                    budget_split={"planar-laplace": eps, "float64 discretization": eps_prime - eps},
                    noise_scale=1.0 / eps, noise_variance=6.0 / eps ** 2,
                    expected_error=_laplace_error(eps),
