@@ -126,6 +126,11 @@ def _check_monotone(fn: Callable[[np.ndarray], np.ndarray], what: str, scale: fl
 
 # --------------------------------------------------------------------------- distinguishability l
 
+def _finite_or_none(x: float) -> float | None:
+    """JSON-friendly: ``None`` for inf/NaN (e.g. D of geo-indistinguishability)."""
+    return float(x) if math.isfinite(x) else None
+
+
 @dataclass(frozen=True)
 class Distinguishability:
     """A distinguishability function ``l(d)``: non-decreasing, >= 0, possibly ``inf``.
@@ -205,7 +210,8 @@ class Distinguishability:
         return t
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "epsilon": self.epsilon, "D": self.D, "name": self.name}
+        return {"kind": self.kind, "epsilon": _finite_or_none(self.epsilon),
+                "D": _finite_or_none(self.D), "name": self.name}
 
 
 def geo_indistinguishability(epsilon: float) -> Distinguishability:
@@ -609,7 +615,7 @@ class TightNoise(CircularNoise):
 
     def describe(self) -> dict[str, Any]:
         return {"name": "tight", "l": self.l.to_dict(), "core": self.core, "slope": self.slope,
-                "max_step": self.max_step, "exact_sampler": self.exact_sampler}
+                "max_step": _finite_or_none(self.max_step), "exact_sampler": self.exact_sampler}
 
 
 class RadialNoise(CircularNoise):
