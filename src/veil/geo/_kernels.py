@@ -13,12 +13,11 @@ import math
 
 import numpy as np
 
-try:  # numba is optional
-    import numba
+import importlib.util
 
-    _HAVE_NUMBA = True
-except ImportError:  # pragma: no cover - exercised only without numba
-    _HAVE_NUMBA = False
+# numba is optional and imported lazily (its import costs about a second)
+_HAVE_NUMBA = importlib.util.find_spec("numba") is not None
+_JIT: dict[str, object] = {}
 
 _DEG = math.pi / 180.0
 NUMBA_MIN_SIZE = 20_000
@@ -38,7 +37,12 @@ def _polar_destination_numpy(lat, lon, r, cos_t, sin_t, radius):
     return la, lo
 
 
-if _HAVE_NUMBA:
+def _numba_kernel():
+    """Compile (or load from cache) the fused numba kernel on first use."""
+    if "polar" in _JIT:
+        return _JIT["polar"]
+    import numba
+
     @numba.njit(parallel=True, fastmath=False, cache=True)
     def _polar_destination_numba(lat, lon, r, cos_t, sin_t, radius):  # pragma: no cover - jit
         n = lat.shape[0]
@@ -65,6 +69,9 @@ if _HAVE_NUMBA:
             lo[i] = x / _DEG
         return la, lo
 
+    _JIT["polar"] = _polar_destination_numba
+    return _polar_destination_numba
+
 
 def polar_destination(lat, lon, r, cos_t, sin_t, radius, *, use_numba: bool | None = None):
     """Destination of each point after moving ``r`` metres east-north direction ``(cos_t, sin_t)``."""
@@ -76,5 +83,5 @@ def polar_destination(lat, lon, r, cos_t, sin_t, radius, *, use_numba: bool | No
     if use_numba is None:
         use_numba = _HAVE_NUMBA and lat.size >= NUMBA_MIN_SIZE
     if use_numba and _HAVE_NUMBA:
-        return _polar_destination_numba(lat, lon, r, cos_t, sin_t, float(radius))
+        return _numba_kernel()(lat, lon, r, cos_t, sin_t, float(radius))
     return _polar_destination_numpy(lat, lon, r, cos_t, sin_t, float(radius))
