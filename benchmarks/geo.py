@@ -151,6 +151,29 @@ def bench_lp(sizes: list[int], span_sizes: list[int], eps: float, step: float,
     return rows
 
 
+def bench_eps_sweep(k: int, step: float, epss: list[float]) -> list[dict]:
+    """LP (spanner 1.1) vs snapped planar Laplace on one grid as eps * step grows."""
+    print(f"\n## 3. LP optimum vs snapped planar Laplace on a {k}x{k} grid (step {step:g} m) "
+          f"as eps grows (spanner LP, dilation 1.1)")
+    print("| eps (1/m) | eps x step | LP spanner loss (m) | PL snapped (m) | PL snapped + remap (m) "
+          "| PL continuous 2/eps (m) | remap / LP |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    g = Grid(0.0, 0.0, k * step, k * step, k, k)
+    X = g.centers
+    pi = np.full(len(X), 1 / len(X))
+    rng = np.random.default_rng(2)
+    out = []
+    for eps in epss:
+        m = optimal_mechanism_lp(X, epsilon=eps, spanner_dilation=1.1)
+        K = snapped_laplace_channel(X, g, eps, 40_000, rng)
+        snapped = expected_loss_of_channel(K, pi, X, X)
+        remap = optimal_remap_loss(K, pi, X)
+        print(f"| {eps:g} | {eps * step:g} | {m.expected_loss:.1f} | {snapped:.1f} | {remap:.1f} "
+              f"| {2 / eps:.1f} | {remap / m.expected_loss:.3f} |", flush=True)
+        out.append({"eps": eps, "lp": m.expected_loss, "snapped": snapped, "remap": remap})
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
@@ -158,15 +181,21 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--baseline-repeats", type=int, default=2)
     ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--skip-lp", action="store_true")
     args = ap.parse_args()
     print(f"# veil geo benchmarks (machine: {os.cpu_count()} cores, shared and loaded; "
           f"load average {os.getloadavg()[0]:.1f})")
     if args.quick:
         bench_speed(50_000, 3, 1)
         bench_lp([3, 4], [3, 4, 5], 0.01, 100.0, 10.0)
+        bench_eps_sweep(4, 100.0, [0.01, 0.03])
         return
-    bench_speed(args.n, args.repeats, args.baseline_repeats)
-    bench_lp([3, 4, 5, 6, 7, 8, 9], [3, 4, 5, 6, 7, 8, 9, 10], 0.01, 100.0, args.time_limit)
+    if not args.skip_speed:
+        bench_speed(args.n, args.repeats, args.baseline_repeats)
+    if not args.skip_lp:
+        bench_lp([3, 4, 5, 6, 7, 8, 9], [3, 4, 5, 6, 7, 8, 9, 10], 0.01, 100.0, args.time_limit)
+    bench_eps_sweep(6, 100.0, [0.0025, 0.005, 0.01, 0.02, 0.04, 0.08])
 
 
 if __name__ == "__main__":
