@@ -174,6 +174,34 @@ def bench_eps_sweep(k: int, step: float, epss: list[float]) -> list[dict]:
     return out
 
 
+def bench_optimal_noise() -> None:
+    """The optimal member of the tight family for several losses (geo and (D, eps))."""
+    from veil.geo.lprivacy import (PlanarLaplace, TightNoise, custom_loss, d_epsilon_privacy,
+                                   distance_loss, expected_loss, geo_indistinguishability,
+                                   optimal_noise, power_loss, squared_loss, threshold_loss)
+
+    print("\n## 4. Optimal noise search (tight family: flat core + steepest decay allowed by l)")
+    print("| privacy | loss | best core (m) | best slope | expected loss | error bound | "
+          "planar Laplace / core=0 staircase | best member with core > 0.05 scale or slope < 1 | "
+          "members tried | seconds |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    losses = [distance_loss(), squared_loss(), power_loss(3), threshold_loss(150.0),
+              custom_loss(lambda d: np.minimum(d, 300.0), scale=100.0, name="min(d,300)",
+                          breakpoints=[300.0])]
+    for l in (geo_indistinguishability(0.01), d_epsilon_privacy(100.0, 1.0)):
+        for L in losses:
+            t = time.perf_counter()
+            o = optimal_noise(l, L)
+            took = time.perf_counter() - t
+            ref_noise = PlanarLaplace(0.01) if l.kind == "geo" else TightNoise(l, core=0.0)
+            ref = expected_loss(ref_noise, L).value
+            others = o.candidates[(o.candidates[:, 0] > 0.05 * l.scale) | (o.candidates[:, 1] < 1)]
+            alt = float(others[:, 2].min()) if len(others) else float("nan")
+            print(f"| {l.name} | {L.name} | {o.core:.2f} | {o.slope:g} | "
+                  f"{o.expected_loss.value:.6g} | {o.expected_loss.error:.2g} | {ref:.6g} | "
+                  f"{alt:.6g} | {len(o.candidates)} | {took:.2f} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
@@ -183,19 +211,25 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--skip-lp", action="store_true")
+    ap.add_argument("--only-optimal", action="store_true", help="run section 4 only")
     args = ap.parse_args()
     print(f"# veil geo benchmarks (machine: {os.cpu_count()} cores, shared and loaded; "
           f"load average {os.getloadavg()[0]:.1f})")
+    if args.only_optimal:
+        bench_optimal_noise()
+        return
     if args.quick:
         bench_speed(50_000, 3, 1)
         bench_lp([3, 4], [3, 4, 5], 0.01, 100.0, 10.0)
         bench_eps_sweep(4, 100.0, [0.01, 0.03])
+        bench_optimal_noise()
         return
     if not args.skip_speed:
         bench_speed(args.n, args.repeats, args.baseline_repeats)
     if not args.skip_lp:
         bench_lp([3, 4, 5, 6, 7, 8, 9], [3, 4, 5, 6, 7, 8, 9, 10], 0.01, 100.0, args.time_limit)
     bench_eps_sweep(6, 100.0, [0.0025, 0.005, 0.01, 0.02, 0.04, 0.08])
+    bench_optimal_noise()
 
 
 if __name__ == "__main__":

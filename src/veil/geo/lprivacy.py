@@ -302,8 +302,10 @@ def threshold_loss(delta: float) -> Loss:
 
 
 def custom_loss(fn: Callable[[np.ndarray], np.ndarray], *, scale: float,
-                name: str = "custom") -> Loss:
+                name: str = "custom", breakpoints: Any = ()) -> Loss:
     """A user loss: vectorized, finite, non-decreasing, ``>= 0`` (checked on a grid).
+
+    ``breakpoints`` lists distances where L jumps or has a kink (integration splits there).
 
     Examples
     --------
@@ -315,7 +317,8 @@ def custom_loss(fn: Callable[[np.ndarray], np.ndarray], *, scale: float,
     if not callable(fn):
         raise ParameterError(f"loss must be callable, got {fn!r}")
     _check_monotone(fn, "loss", scale, allow_inf=False)
-    return Loss(name, fn)
+    bps = tuple(float(b) for b in np.asarray(breakpoints, dtype=np.float64).reshape(-1))
+    return Loss(name, fn, bps)
 
 
 def make_loss(spec: str) -> Loss:
