@@ -83,10 +83,15 @@ def build(ctx: DemoContext) -> Section:
     ax.set_xlabel("east (m)")
     ax.set_ylabel("north (m)")
     ax.legend(frameon=False)
+    disp = np.hypot(*(rep - xy).T)
+    t1 = Table(["true x (m)", "true y (m)", "reported x (m)", "reported y (m)", "distance (m)"],
+               [[float(a), float(b), float(c), float(d), float(e)] for a, b, c, d, e in
+                zip(xy[:k, 0], xy[:k, 1], rep[:k, 0], rep[:k, 1], disp[:k])],
+               caption=f"the {k} plotted points (synthetic)")
     f1 = figure_from_matplotlib(
         fig, "True vs reported locations (planar Laplace, eps = ln 4 / 200 m)",
         f"Mean displacement {err['mean']:.0f} m (theory 2/eps = {2 / eps:.0f} m); 90% of reports "
-        f"within {err['q90']:.0f} m. Grey lines join each true point to its report.")
+        f"within {err['q90']:.0f} m. Grey lines join each true point to its report.", t1)
 
     # figure 2: radial densities
     D = 200.0
@@ -102,10 +107,15 @@ def build(ctx: DemoContext) -> Section:
     ax.set_xlabel("noise length r (m)")
     ax.set_ylabel("density of |noise|")
     ax.legend(frameon=False, fontsize=8)
+    rr = r[::20]
+    t2 = Table(["r (m)", "planar Laplace density", "(D, eps) optimum density"],
+               [[float(a), float(b), float(c)] for a, b, c in
+                zip(rr, pl.radius_pdf(rr), opt_d.noise.radius_pdf(rr))],
+               caption="densities of the noise length (per metre)")
     f2 = figure_from_matplotlib(
         fig, "Radial densities of two optimal noise functions",
         "Density of the noise length 2 pi r R(r) / Z. Planar Laplace is the optimum for "
-        "geo-indistinguishability; the (D, eps) optimum jumps by e^-eps every D metres.")
+        "geo-indistinguishability; the (D, eps) optimum jumps by e^-eps every D metres.", t2)
 
     # figure 3: expected loss vs eps, with the Bayesian adversary's remaining error
     epss = np.geomspace(0.002, 0.05, 5 if ctx.quick else 9)
