@@ -98,3 +98,13 @@ def test_noise_command(tmp_path, capsys):
 ])
 def test_noise_bad_input(args):
     assert run(["location", "noise"] + args) == 2
+
+
+def test_bench_on_real_data_small(tmp_path, capsys):
+    png = tmp_path / "b.png"
+    assert run(["bench", "location", "--epsilons", "0.005", "--cells", "3", "--seed", "0",
+                "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert "Foursquare NYC" in out and "| 0.005 | 400 |" in out
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    assert run(["bench", "location", "--cells", "40"]) == 2
