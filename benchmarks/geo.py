@@ -70,6 +70,8 @@ def bench_speed(n: int, repeats: int, baseline_repeats: int) -> dict:
     print("| implementation | seconds | points/s |")
     print("|---|---:|---:|")
     print(f"| veil planar_laplace (vectorized, numba kernel) | {v:.3f} | {n / v:,.0f} |")
+    print(f"(veil runs: {', '.join(f'{x:.3f}' for x in vt)}; baseline runs: "
+          f"{', '.join(f'{x:.2f}' for x in bt)})")
     print(f"| per-point Python loop + Lambert-W | {b:.2f} | {n / b:,.0f} |")
     print(f"speed ratio: **{b / v:.1f}x**")
     return {"veil_s": v, "baseline_s": b, "ratio": b / v}
@@ -212,9 +214,13 @@ def main() -> None:
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--skip-lp", action="store_true")
     ap.add_argument("--only-optimal", action="store_true", help="run section 4 only")
+    ap.add_argument("--only-speed", action="store_true", help="run section 1 only")
     args = ap.parse_args()
     print(f"# veil geo benchmarks (machine: {os.cpu_count()} cores, shared and loaded; "
           f"load average {os.getloadavg()[0]:.1f})")
+    if args.only_speed:
+        bench_speed(args.n, args.repeats, args.baseline_repeats)
+        return
     if args.only_optimal:
         bench_optimal_noise()
         return

@@ -44,6 +44,12 @@ def test_numba_and_numpy_kernels_agree():
         b = polar_destination(lat, lon, r, np.cos(t), np.sin(t), 6_371_008.8, use_numba=True)
         assert np.max(np.abs(a[0] - b[0])) < 1e-9 and np.max(np.abs(a[1] - b[1])) < 1e-9
     assert np.max(np.abs(haversine_m(lat, lon, a[0], a[1]) - r)) < 1e-6
+    from veil.geo._kernels import polar_destination_turn
+    u = t / (2 * np.pi)
+    for flag in ([False, True] if _HAVE_NUMBA else [False]):
+        c = polar_destination_turn(lat, lon, r, u, 6_371_008.8, use_numba=flag)
+        assert np.max(np.abs(c[0] - a[0])) < 1e-9
+        assert np.max(np.abs(((c[1] - a[1] + 180) % 360) - 180)) < 1e-9
 
 
 @pytest.mark.parametrize("points,eps,msg", [

@@ -73,6 +73,64 @@ def _numba_kernel():
     return _polar_destination_numba
 
 
+def _numba_turn_kernel():
+    """Fused kernel taking the angle as a uniform fraction of a turn (sin/cos computed inside)."""
+    if "turn" in _JIT:
+        return _JIT["turn"]
+    import numba
+
+    @numba.njit(parallel=True, fastmath=False, cache=True)
+    def _turn(lat, lon, r, u, radius):  # pragma: no cover - jit
+        n = lat.shape[0]
+        la = np.empty(n)
+        lo = np.empty(n)
+        for i in numba.prange(n):
+            th = 2.0 * math.pi * u[i]
+            st = math.sin(th)   # east component is cos(th), north is sin(th)
+            ct = math.cos(th)
+            p0 = lat[i] * _DEG
+            c = r[i] / radius
+            sp0 = math.sin(p0)
+            cp0 = math.cos(p0)
+            if c < 2e-3:  # Taylor series, exact to float64 rounding here
+                c2 = c * c
+                sc = c * (1.0 - c2 / 6.0 * (1.0 - c2 / 20.0 * (1.0 - c2 / 42.0)))
+                cc = 1.0 - c2 / 2.0 * (1.0 - c2 / 12.0 * (1.0 - c2 / 30.0 * (1.0 - c2 / 56.0)))
+            else:
+                sc = math.sin(c)
+                cc = math.cos(c)
+            num = sp0 * cc + cp0 * sc * st
+            a = cp0 * cc - sp0 * sc * st
+            b = sc * ct
+            la[i] = math.atan2(num, math.sqrt(a * a + b * b)) / _DEG
+            x = lon[i] * _DEG + math.atan2(ct * sc * cp0, cc - sp0 * num)
+            if x >= math.pi or x < -math.pi:
+                x = (x + math.pi) % (2 * math.pi) - math.pi
+            lo[i] = x / _DEG
+        return la, lo
+
+    _JIT["turn"] = _turn
+    return _turn
+
+
+def polar_destination_turn(lat, lon, r, u, radius, *, use_numba: bool | None = None):
+    """Like :func:`polar_destination` with the direction given as a fraction ``u`` of a turn.
+
+    The angle ``2 pi u`` is measured counter-clockwise from east; with ``u`` uniform on [0, 1)
+    the direction is uniform.
+    """
+    lat = np.ascontiguousarray(lat, dtype=np.float64)
+    lon = np.ascontiguousarray(lon, dtype=np.float64)
+    r = np.ascontiguousarray(r, dtype=np.float64)
+    u = np.ascontiguousarray(u, dtype=np.float64)
+    if use_numba is None:
+        use_numba = _HAVE_NUMBA and lat.size >= NUMBA_MIN_SIZE
+    if use_numba and _HAVE_NUMBA:
+        return _numba_turn_kernel()(lat, lon, r, u, float(radius))
+    th = 2 * np.pi * u
+    return _polar_destination_numpy(lat, lon, r, np.cos(th), np.sin(th), float(radius))
+
+
 def polar_destination(lat, lon, r, cos_t, sin_t, radius, *, use_numba: bool | None = None):
     """Destination of each point after moving ``r`` metres east-north direction ``(cos_t, sin_t)``."""
     lat = np.ascontiguousarray(lat, dtype=np.float64)

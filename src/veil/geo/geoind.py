@@ -33,7 +33,7 @@ from ..errors import ParameterError
 from ..random import make_rng
 from ..release import Release
 from ..validation import check_epsilon, check_positive
-from ._kernels import polar_destination
+from ._kernels import polar_destination_turn
 from .geometry import EARTH_RADIUS_M, Grid, LocalProjection, Region, check_latlon, destination
 
 __all__ = [
@@ -80,7 +80,8 @@ def planar_laplace(points: Any, *, epsilon: float, rng: np.random.Generator | No
     """Obfuscate ``[lat, lon]`` points with eps-geo-indistinguishability (planar Laplace).
 
     Each point gets an independent noise vector: angle uniform on [0, 2 pi),
-    length Gamma(2, 1/eps) (the exact planar Laplace radius), added in the
+    length Gamma(2, 1/eps) (the exact planar Laplace radius, drawn as the sum of
+    two Exp(eps) variables), added in the
     point's own azimuthal equidistant plane (so the reported point is at
     great-circle distance ``r`` and bearing ``theta``; no cos(latitude)
     distortion). Vectorized (a fused numba kernel when numba is installed).
@@ -112,8 +113,10 @@ def planar_laplace(points: Any, *, epsilon: float, rng: np.random.Generator | No
     eps = check_epsilon(epsilon, "epsilon")
     lat, lon = _as_points(points)
     rng = make_rng(rng)
-    r, c, s = _polar_noise(eps, lat.size, rng)
-    la, lo = polar_destination(lat.ravel(), lon.ravel(), r, c, s, EARTH_RADIUS_M)
+    n = lat.size
+    u = rng.random(n)                                            # angle / (2 pi), uniform
+    r = rng.standard_exponential((2, n)).sum(axis=0) / eps       # Gamma(2, 1/eps), exactly
+    la, lo = polar_destination_turn(lat.ravel(), lon.ravel(), r, u, EARTH_RADIUS_M)
     return Release(np.column_stack((la, lo)), "planar-laplace", GeoDP(eps),
                    parameters={"epsilon_per_metre": eps, "n_points": int(lat.size),
                                "plane": "per-point azimuthal equidistant"},
