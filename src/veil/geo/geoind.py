@@ -162,7 +162,9 @@ def discretization_epsilon(epsilon: float, step: float, r_max: float,
     relative precision ``precision`` (float64), let
     ``q = u / (r_max * precision)``; if ``q > 2 e^{eps u}``,
     ``eps' = eps + (1/u) ln((q + 2 e^{eps u}) / (q - 2 e^{eps u}))``. The
-    guarantee is eps'-geo-indistinguishability between grid points.
+    guarantee is eps'-geo-indistinguishability between grid points. (The
+    constant follows our reading of the paper; for metre grids the increase
+    is ~1e-14 per metre either way.)
 
     Examples
     --------
