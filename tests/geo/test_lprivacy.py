@@ -179,3 +179,23 @@ def test_d_eps_optimum_beats_core_zero_and_depends_on_loss():
     fine = [expected_loss(TightNoise(DEPS, core=c), distance_loss(), bracket=False).value
             for c in np.linspace(0, 200, 201)]
     assert o1.expected_loss.value <= min(fine) + 1e-6
+
+
+def test_planar_check_general_noise_functions():
+    from veil.geo.geometry import Box
+    from veil.geo.lprivacy import check_lprivacy_planar
+    box = Box(0, 0, 100, 100)
+    circ = lambda v: -0.01 * np.hypot(v[:, 0], v[:, 1])            # noqa: E731 planar Laplace
+    l1 = lambda v: -0.01 * (np.abs(v[:, 0]) + np.abs(v[:, 1]))     # noqa: E731 per-axis Laplace
+    l1s = lambda v: -0.01 / math.sqrt(2) * (np.abs(v[:, 0]) + np.abs(v[:, 1]))  # noqa: E731
+    for region in (box, None, Disc((0, 0), 50.0)):
+        kw = dict(region=region, extent=400.0, n_grid=81, rng=make_rng(seed=1))
+        assert check_lprivacy_planar(circ, GEO, **kw).satisfied
+        bad = check_lprivacy_planar(l1, GEO, **kw)
+        assert not bad.satisfied
+        # the worst displacement is (close to) diagonal, where L1 exceeds L2 by sqrt(2)
+        assert abs(abs(bad.where[0]) - abs(bad.where[1])) < 0.5 * max(abs(bad.where[0]), 1.0)
+        assert check_lprivacy_planar(l1s, GEO, **kw).satisfied   # L1 scaled by 1/sqrt 2 is fine
+    # a displacement longer than the region is not constrained: a tiny box accepts a larger eps
+    assert check_lprivacy_planar(lambda v: -0.0105 * np.hypot(v[:, 0], v[:, 1]), GEO,
+                                 region=Box(0, 0, 1, 1), extent=400.0).worst_excess < 0.001
