@@ -4,6 +4,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from veil.distances import haversine_m
 from veil.errors import ParameterError
@@ -158,3 +160,15 @@ def test_disc_box_area_contains_sampling():
 def test_empty_or_bad_regions(make, msg):
     with pytest.raises(ParameterError, match=msg):
         make()
+
+
+@settings(max_examples=200, deadline=None)
+@given(lat0=st.floats(-85, 85), lon0=st.floats(-180, 179.999), r=st.floats(0, 100_000),
+       t=st.floats(0, 2 * math.pi))
+def test_round_trip_property(lat0, lon0, r, t):
+    proj = LocalProjection(lat0, lon0)
+    x, y = r * math.cos(t), r * math.sin(t)
+    lat, lon = proj.to_latlon([x], [y])
+    x2, y2 = proj.to_plane(lat, lon)
+    assert math.hypot(x2[0] - x, y2[0] - y) < 1e-5
+    assert abs(haversine_m(lat0, lon0, lat[0], lon[0]) - r) < 1e-5
