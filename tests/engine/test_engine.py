@@ -204,7 +204,6 @@ def test_failing_task_leaves_a_resumable_run(tmp_path):
 
 
 def test_dask_engine_matches_local(tmp_path):
-    pytest.importorskip("distributed")
     inp = _checkins(tmp_path / "in.parquet")
     run_job(_job(inp, tmp_path / "local", seed=4, buckets=6))
     run_job(_job(inp, tmp_path / "dask", seed=4, buckets=6, engine="dask", workers=2,
