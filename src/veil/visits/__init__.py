@@ -12,6 +12,7 @@ These are deterministic optimisations, not differential privacy.
 """
 
 from .hide import convex_allocate, hide, lho
+from .resemble import avoid, resemble
 from .result import VisitResult
 
-__all__ = ["hide", "lho", "convex_allocate", "VisitResult"]
+__all__ = ["hide", "resemble", "avoid", "lho", "convex_allocate", "VisitResult"]
