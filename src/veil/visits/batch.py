@@ -145,29 +145,46 @@ def load_checkins(path: str | Path, *, user_column: str = "user",
 
 
 def align_target(target_labels: Sequence[str], target_values: Sequence[float],
-                 categories: Sequence[str]) -> np.ndarray:
-    """Place a labeled target on the histogram's category domain.
+                 categories: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """Put a labeled target and a histogram domain on one domain.
 
-    Categories missing from the target get 0. A target with no category in
-    common with the domain, or with mass outside it, is an error (different
-    domain): fix the names (e.g. with a taxonomy roll-up) first.
+    As in the paper, the domain is extended to the union of both category sets
+    (new bins hold zero visits). A target with no weight on any category of
+    the histogram is an error (a different domain: e.g. names from another
+    taxonomy level; fix them with a roll-up first).
+
+    Returns
+    -------
+    domain : list of str
+        ``categories`` followed by the target's extra categories.
+    target : ndarray
+        Target weights on ``domain``.
+
+    Examples
+    --------
+    >>> align_target(["Bar", "Zoo"], [1.0, 3.0], ["Bar", "Park"])
+    (['Bar', 'Park', 'Zoo'], array([1., 0., 3.]))
     """
-    pos = {nm: i for i, nm in enumerate(categories)}
-    out = np.zeros(len(categories))
-    outside = []
+    domain = [str(c) for c in categories]
+    pos = {nm: i for i, nm in enumerate(domain)}
+    vals: dict[int, float] = {}
+    shared = 0.0
     for lab, v in zip(target_labels, target_values):
-        if lab in pos:
-            out[pos[lab]] += float(v)
-        elif float(v) != 0:
-            outside.append(lab)
-    if out.sum() <= 0:
-        raise ParameterError("the target shares no category with the histogram: different "
-                             f"domains (target has e.g. {list(target_labels)[:3]})")
-    if outside:
-        raise ParameterError(f"the target puts weight on {len(outside)} categories that are not "
-                             f"in the histogram's domain, e.g. {outside[:3]}: different domains; "
-                             "extend the domain or roll the target up with a taxonomy")
-    return out
+        lab = str(lab)
+        if lab not in pos:
+            pos[lab] = len(domain)
+            domain.append(lab)
+        else:
+            shared += float(v)
+        vals[pos[lab]] = vals.get(pos[lab], 0.0) + float(v)
+    if shared <= 0:
+        raise ParameterError("the target puts no weight on any category of the histogram: "
+                             f"different domains (target has e.g. {list(target_labels)[:3]}, "
+                             f"histogram {list(categories)[:3]})")
+    out = np.zeros(len(domain))
+    for k, v in vals.items():
+        out[k] = v
+    return domain, out
 
 
 def sanitize_one(counts: np.ndarray, *, problem: str, sensitive: np.ndarray | None = None,

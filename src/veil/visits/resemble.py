@@ -15,9 +15,12 @@ edge cost ``g_i(k)``).
 * **RO / AO** (exact): label-setting over the layers with three prunings that
   keep it exact: (1) Pareto dominance between labels at the same node, (2)
   feasibility -- a label whose cost plus the cheapest possible completion
-  (a backward min-plus DP) exceeds ``eps`` is dropped, (3) bound -- a label whose
-  length plus the shortest possible completion exceeds the best known feasible
-  answer is dropped. Past ``max_labels`` labels in one layer (or
+  (a backward min-plus DP) exceeds ``eps`` is dropped, (3) bounds -- a label whose
+  length plus a lower bound on any completion exceeds the best known feasible
+  answer is dropped; the completion bounds are the shortest completion
+  ignoring quality and the Lagrangian completion
+  ``min sum (phi + lambda* g) - lambda* (eps - cost so far)`` at the best
+  multiplier ``lambda*`` (valid for every ``lambda >= 0``). Past ``max_labels`` labels in one layer (or
   ``time_limit`` seconds) it raises :class:`~veil.errors.InstanceTooLargeError`.
 * **RH / AH** (heuristic): the paper's greedy moves -- move one visit from a
   source bin to a destination bin, choosing the move that improves ``d_p``
@@ -112,28 +115,29 @@ def _inner(prob: _Problem, lam: float, convex: bool) -> np.ndarray:
 def lagrangian_bound(prob: _Problem, *, iters: int = 30, convex: bool = True):
     """Best Lagrangian dual value and the best feasible allocation met on the way.
 
-    Returns ``(bound, best_x, best_value)`` where ``bound`` is a proven lower
+    Returns ``(bound, best_x, best_value, lam)`` where ``bound`` is a proven lower
     bound on ``min sum phi`` subject to the quality constraint (``best_x`` may be
     None when no evaluated multiplier gave a feasible allocation).
     """
     best_x, best_v = None, math.inf
     bound = -math.inf
+    best_lam = 0.0
 
     def ev(lam):
-        nonlocal best_x, best_v, bound
+        nonlocal best_x, best_v, bound, best_lam
         x = _inner(prob, lam, convex)
         f = prob.objective(x)
         g = prob.quality(x)
         val = f + lam * (g - prob.eps) if lam > 0 else f
-        if math.isfinite(val):
-            bound = max(bound, val)
+        if math.isfinite(val) and val > bound:
+            bound, best_lam = val, lam
         if g <= prob.eps_tol and f < best_v:
             best_x, best_v = x, f
         return f, g
 
     f0, g0 = ev(0.0)
     if g0 <= prob.eps_tol:
-        return f0, best_x, best_v  # the unconstrained optimum is feasible: bound is tight
+        return f0, best_x, best_v, 0.0  # the unconstrained optimum is feasible: bound is tight
     lo, hi = 0.0, 1.0
     lo_fg = (f0, g0)
     for _ in range(80):
@@ -144,7 +148,7 @@ def lagrangian_bound(prob: _Problem, *, iters: int = 30, convex: bool = True):
         lo, lo_fg = hi, (f, g)
         hi *= 4.0
     else:
-        return bound, best_x, best_v
+        return bound, best_x, best_v, best_lam
     for _ in range(iters):
         mid = 0.5 * (lo + hi)
         f, g = ev(mid)
@@ -158,7 +162,7 @@ def lagrangian_bound(prob: _Problem, *, iters: int = 30, convex: bool = True):
         lam_x = (fh - fl) / (gl - gh)
         if lam_x > 0 and math.isfinite(lam_x):
             ev(lam_x)
-    return bound, best_x, best_v
+    return bound, best_x, best_v, best_lam
 
 
 def _heuristic(prob: _Problem, x0: np.ndarray, restrict: bool) -> np.ndarray:
@@ -211,13 +215,18 @@ def _heuristic(prob: _Problem, x0: np.ndarray, restrict: bool) -> np.ndarray:
 
 
 def _exact(prob: _Problem, incumbent: float, max_labels: int, time_limit: float | None,
-           t0: float) -> np.ndarray | None:
+           t0: float, lam: float = 0.0) -> np.ndarray | None:
     n, S = prob.n, prob.S
     G, phi = prob.G, prob.phi
     Cphi = np.where(np.isnan(phi), np.inf, phi)
     # completion bounds: after[i][j] = best over bins i+1..n-1 placing exactly j visits
     layers_g, _ = minplus_chain(G[::-1], keep_all=True)
     layers_f, _ = minplus_chain(Cphi[::-1], keep_all=True)
+    # Lagrangian completion bound: for any lam >= 0 the rest of a path costs at least
+    # min sum (phi + lam g) - lam * (eps - cost so far)
+    if lam > 0:
+        Clam = np.where(np.isnan(Cphi + lam * G), np.inf, Cphi + lam * G)
+        layers_l, _ = minplus_chain(Clam[::-1], keep_all=True)
     ub = incumbent + 1e-9 * max(1.0, abs(incumbent)) if math.isfinite(incumbent) else math.inf
     t = np.zeros(1, dtype=np.int64)
     c = np.zeros(1)
@@ -243,6 +252,10 @@ def _exact(prob: _Problem, incumbent: float, max_labels: int, time_limit: float 
             nl = ll[:, None] + Cphi[i, kc]
             valid &= nc + gafter[S - ntc] <= prob.eps_tol
             valid &= nl + fafter[S - ntc] <= ub
+            if lam > 0:
+                with np.errstate(invalid="ignore"):
+                    lb = nl + layers_l[n - 1 - i][S - ntc] - lam * (prob.eps - nc)
+                valid &= ~(lb > ub)
             rows, cols = np.nonzero(valid)
             parts.append((rows + s0, kc[rows, cols], ntc[rows, cols], nc[rows, cols],
                           nl[rows, cols]))
@@ -337,7 +350,7 @@ def _solve(problem: str, histogram, target, *, quality_bound, privacy_threshold,
     if q0 > prob.eps_tol:
         raise InfeasibleError(f"no histogram of size {S} is within quality_bound={eps!r} of the "
                               f"input: the closest one has {qd} distance {q0:.6g}")
-    bound, lag_x, lag_v = lagrangian_bound(prob, convex=(sign > 0))
+    bound, lag_x, lag_v, lam = lagrangian_bound(prob, convex=(sign > 0))
     xh = _heuristic(prob, x0, restrict)
     x, algo, exact = xh, names[1], False
     if method in ("auto", "exact"):
@@ -346,7 +359,7 @@ def _solve(problem: str, histogram, target, *, quality_bound, privacy_threshold,
             inc = min(inc, lag_v)
         try:
             tl = time_limit if (time_limit is not None or method == "exact") else 10.0
-            xe = _exact(prob, inc, max_labels, tl, t0)
+            xe = _exact(prob, inc, max_labels, tl, t0, lam)
         except InstanceTooLargeError as exc:
             if method == "exact":
                 raise
