@@ -23,9 +23,14 @@ edge cost ``g_i(k)``).
   multiplier ``lambda*`` (valid for every ``lambda >= 0``). Past ``max_labels`` labels in one layer (or
   ``time_limit`` seconds) it raises :class:`~veil.errors.InstanceTooLargeError`.
 * **RH / AH** (heuristic): the paper's greedy moves -- move one visit from a
-  source bin to a destination bin, choosing the move that improves ``d_p``
-  most while ``d_q`` stays within ``eps``; RH moves from over- to
-  under-represented bins (relative to the target), AH the reverse.
+  source bin to a destination bin while ``d_q`` stays within ``eps``, as long
+  as ``d_p`` improves. veil picks the move with the best ``d_p`` gain per unit
+  of ``d_q`` spent (``rule="ratio"``) over all bin pairs; the paper's
+  restriction to over-/under-represented bins and the largest-gain rule are
+  options (``restrict=True``, ``rule="gain"``). On random instances
+  (n = 5..20, N = 30..150) the ratio rule without restriction matched the
+  optimum on about 60% of them with mean excess 1e-4..5e-4 in JS, the
+  restricted largest-gain rule on under 20% with mean excess 0.01..0.05.
 * **Lagrangian bound**: ``max_{lambda >= 0} min_x sum_i (phi_i + lambda g_i)(x_i) - lambda eps``
   (inner problem: the convex greedy for TR, the min-plus DP for TA), a proven
   lower bound on the TR optimum (upper bound on the TA optimum); every result
@@ -165,7 +170,8 @@ def lagrangian_bound(prob: _Problem, *, iters: int = 30, convex: bool = True):
     return bound, best_x, best_v, best_lam
 
 
-def _heuristic(prob: _Problem, x0: np.ndarray, restrict: bool) -> np.ndarray:
+def _heuristic(prob: _Problem, x0: np.ndarray, restrict: bool,
+               rule: str = "ratio") -> np.ndarray:
     x = x0.copy()
     n, S = prob.n, prob.S
     ar = prob._ar
@@ -203,10 +209,14 @@ def _heuristic(prob: _Problem, x0: np.ndarray, restrict: bool) -> np.ndarray:
         ok = (Q + dq <= prob.eps_tol) & ~diag[np.ix_(si, di)] & np.isfinite(df)
         if not ok.any():
             break
-        df = np.where(ok, df, np.inf)
-        j = int(np.argmin(df))
-        if not df.flat[j] < -_TOL:
+        ok &= df < -_TOL
+        if not ok.any():
             break
+        if rule == "ratio":  # most privacy gained per unit of quality spent
+            score = np.where(ok, df / np.maximum(dq, 1e-15), np.inf)
+        else:  # largest privacy gain
+            score = np.where(ok, df, np.inf)
+        j = int(np.argmin(score))
         a, b = si[j // di.size], di[j % di.size]
         x[a] -= 1
         x[b] += 1
@@ -215,7 +225,7 @@ def _heuristic(prob: _Problem, x0: np.ndarray, restrict: bool) -> np.ndarray:
 
 
 def _exact(prob: _Problem, incumbent: float, max_labels: int, time_limit: float | None,
-           t0: float, lam: float = 0.0) -> np.ndarray | None:
+           t0: float, lam: float = 0.0, pruning: str = "full") -> np.ndarray | None:
     n, S = prob.n, prob.S
     G, phi = prob.G, prob.phi
     Cphi = np.where(np.isnan(phi), np.inf, phi)
@@ -250,9 +260,12 @@ def _exact(prob: _Problem, incumbent: float, max_labels: int, time_limit: float 
             kc = np.minimum(kk, S)
             nc = cc[:, None] + G[i, kc]
             nl = ll[:, None] + Cphi[i, kc]
-            valid &= nc + gafter[S - ntc] <= prob.eps_tol
-            valid &= nl + fafter[S - ntc] <= ub
-            if lam > 0:
+            if pruning == "paper":  # only labels that already violate the quality bound
+                valid &= nc <= prob.eps_tol
+            else:
+                valid &= nc + gafter[S - ntc] <= prob.eps_tol
+                valid &= nl + fafter[S - ntc] <= ub
+            if lam > 0 and pruning != "paper":
                 with np.errstate(invalid="ignore"):
                     lb = nl + layers_l[n - 1 - i][S - ntc] - lam * (prob.eps - nc)
                 valid &= ~(lb > ub)
@@ -298,7 +311,7 @@ def _exact(prob: _Problem, incumbent: float, max_labels: int, time_limit: float 
 
 def _solve(problem: str, histogram, target, *, quality_bound, privacy_threshold,
            quality_distance, privacy_distance, method, size, forbid_unvisited, labels,
-           max_labels, time_limit, restrict) -> VisitResult:
+           max_labels, time_limit, restrict, rule, pruning="full") -> VisitResult:
     t0 = time.perf_counter()
     h = check_counts(histogram, "histogram")
     N = int(h.sum())
@@ -328,6 +341,8 @@ def _solve(problem: str, histogram, target, *, quality_bound, privacy_threshold,
                                  f"{pd} distance ({DISTANCE_MAX[pd]:.6g}): no histogram can "
                                  "avoid the target that much")
     check_choice(method, "method", ("auto", "exact", "heuristic"))
+    check_choice(rule, "rule", ("ratio", "gain"))
+    check_choice(pruning, "pruning", ("full", "paper"))
     if isinstance(size, str):
         check_choice(size, "size", ("histogram", "target"))
         if size == "histogram":
@@ -350,8 +365,12 @@ def _solve(problem: str, histogram, target, *, quality_bound, privacy_threshold,
     if q0 > prob.eps_tol:
         raise InfeasibleError(f"no histogram of size {S} is within quality_bound={eps!r} of the "
                               f"input: the closest one has {qd} distance {q0:.6g}")
+    ta = time.perf_counter()
+    xh = _heuristic(prob, x0, restrict, rule)
+    tb = time.perf_counter()
     bound, lag_x, lag_v, lam = lagrangian_bound(prob, convex=(sign > 0))
-    xh = _heuristic(prob, x0, restrict)
+    tc = time.perf_counter()
+    timings = {"heuristic_s": tb - ta, "bound_s": tc - tb}
     x, algo, exact = xh, names[1], False
     if method in ("auto", "exact"):
         inc = prob.objective(xh)
@@ -359,7 +378,8 @@ def _solve(problem: str, histogram, target, *, quality_bound, privacy_threshold,
             inc = min(inc, lag_v)
         try:
             tl = time_limit if (time_limit is not None or method == "exact") else 10.0
-            xe = _exact(prob, inc, max_labels, tl, t0, lam)
+            xe = _exact(prob, inc, max_labels, tl, t0, lam, pruning)
+            timings["exact_s"] = time.perf_counter() - tc
         except InstanceTooLargeError as exc:
             if method == "exact":
                 raise
@@ -399,7 +419,8 @@ def _solve(problem: str, histogram, target, *, quality_bound, privacy_threshold,
         quality_distance=qd, quality_loss=dq, privacy_distance=pd, privacy_value=dp,
         bound=float(bnd), gap=float(gap), labels=labels,
         parameters={"quality_bound": eps, "privacy_threshold": c, "size": S,
-                    "method": method, "forbid_unvisited": forbid_unvisited},
+                    "method": method, "forbid_unvisited": forbid_unvisited,
+                    "heuristic_rule": rule, "restrict": restrict, "timings": timings},
         runtime_s=time.perf_counter() - t0, notes=tuple(notes))
 
 
@@ -433,7 +454,17 @@ _DOC_PARAMS = """
         Exact search limit in seconds (checked after each bin); ``None`` means
         no limit for ``method="exact"`` and 10 s for ``method="auto"``.
     restrict : bool
-        Heuristic moves only between over- and under-represented bins (as in the paper).
+        Heuristic moves only from over- to under-represented bins (RH) or the
+        reverse (AH), as the paper describes; off by default (measured worse:
+        the restriction blocks moves that pay off later).
+    rule : {"ratio", "gain"}
+        Heuristic move choice: best privacy change per unit of quality spent
+        (default; the quality bound is the budget the moves consume) or the
+        largest privacy change.
+    pruning : {"full", "paper"}
+        Exact search pruning: ``full`` (dominance, feasibility and bound
+        pruning) or ``paper`` (dominance and the quality bound only, as the
+        paper's RO; for comparisons -- it is much slower).
 
     Returns
     -------
@@ -458,12 +489,12 @@ def resemble(histogram: Any, target: Any, *, quality_bound: float,
              privacy_distance: str = "js", method: str = "auto", size: Any = "histogram",
              forbid_unvisited: bool = False, labels: Sequence[str] | None = None,
              max_labels: int = 200_000, time_limit: float | None = None,
-             restrict: bool = True) -> VisitResult:
+             restrict: bool = False, rule: str = "ratio", pruning: str = "full") -> VisitResult:
     return _solve("resemble", histogram, target, quality_bound=quality_bound,
                   privacy_threshold=privacy_threshold, quality_distance=quality_distance,
                   privacy_distance=privacy_distance, method=method, size=size,
                   forbid_unvisited=forbid_unvisited, labels=labels, max_labels=max_labels,
-                  time_limit=time_limit, restrict=restrict)
+                  time_limit=time_limit, restrict=restrict, rule=rule, pruning=pruning)
 
 
 def avoid(histogram: Any, target: Any, *, quality_bound: float,
@@ -471,12 +502,12 @@ def avoid(histogram: Any, target: Any, *, quality_bound: float,
           privacy_distance: str = "js", method: str = "auto", size: Any = "histogram",
           forbid_unvisited: bool = False, labels: Sequence[str] | None = None,
           max_labels: int = 200_000, time_limit: float | None = None,
-          restrict: bool = True) -> VisitResult:
+          restrict: bool = False, rule: str = "ratio", pruning: str = "full") -> VisitResult:
     return _solve("avoid", histogram, target, quality_bound=quality_bound,
                   privacy_threshold=privacy_threshold, quality_distance=quality_distance,
                   privacy_distance=privacy_distance, method=method, size=size,
                   forbid_unvisited=forbid_unvisited, labels=labels, max_labels=max_labels,
-                  time_limit=time_limit, restrict=restrict)
+                  time_limit=time_limit, restrict=restrict, rule=rule, pruning=pruning)
 
 
 resemble.__doc__ = """Target resemblance (TR): the histogram closest to a target within a quality bound.
