@@ -174,3 +174,23 @@ def test_forbid_unvisited_keeps_unvisited_bins_empty():
     assert res.histogram.tolist()[2:4] == [0, 0]
     free = hide([1, 5, 0, 0, 2], sensitive=[1], distance="l2")
     assert free.histogram[2:4].sum() > 0  # without the flag L2 does use the empty bins
+
+
+def test_package_works_without_numba(tmp_path):
+    """The numpy fallback is used when numba is unavailable (VEIL_NO_NUMBA=1)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import numpy as np; from veil.visits import hide, resemble; "
+            "from veil.visits._kernels import HAVE_NUMBA; assert not HAVE_NUMBA; "
+            "r = hide([5, 3, 0, 2, 7], sensitive=[4], method='lho'); "
+            "assert r.histogram.tolist() == hide([5, 3, 0, 2, 7], sensitive=[4]).histogram.tolist(); "
+            "a = resemble([4, 1, 0, 3], [1, 1, 1, 1], quality_bound=0.1, method='exact'); "
+            "print(a.algorithm)")
+    env = dict(os.environ, VEIL_NO_NUMBA="1",
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p.endswith("src")))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "RO"

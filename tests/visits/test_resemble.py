@@ -148,3 +148,35 @@ def test_bad_input(kwargs, match):
 def test_avoid_threshold_above_maximum():
     with pytest.raises(ParameterError, match="largest possible"):
         avoid([1, 2, 3], [1, 1, 1], quality_bound=0.1, privacy_threshold=0.9)
+
+
+@pytest.mark.parametrize("restrict, rule", [(True, "gain"), (True, "ratio"), (False, "gain")])
+def test_heuristic_variants_feasible(restrict, rule, comps):
+    for i, h, target, eps, qd, pd in instances(13, 20):
+        best = brute(h, target, eps, qd, pd, int(h.sum()), "min", False, comps)
+        res = resemble(h, target, quality_bound=eps, quality_distance=qd, privacy_distance=pd,
+                       method="heuristic", restrict=restrict, rule=rule)
+        assert res.quality_loss <= eps * (1 + 1e-9) + 1e-12
+        assert res.privacy_value >= best - 1e-9 and res.bound <= best + 1e-9
+
+
+def test_paper_pruning_gives_the_same_optimum():
+    rng = np.random.default_rng(21)
+    for _ in range(10):
+        h = rng.integers(0, 8, size=5)
+        h[0] += 1
+        t = rng.random(5)
+        for fn in (resemble, avoid):
+            a = fn(h, t, quality_bound=0.08, method="exact")
+            b = fn(h, t, quality_bound=0.08, method="exact", pruning="paper")
+            assert a.privacy_value == pytest.approx(b.privacy_value, rel=1e-9, abs=1e-12)
+
+
+def test_result_to_dict_is_json():
+    import json
+
+    res = resemble([3, 1, 2], [1, 1, 1], quality_bound=0.1, labels=["a", "b", "c"])
+    d = json.loads(json.dumps(res.to_dict()))
+    assert d["histogram"].keys() == {"a", "b", "c"}
+    assert "not differential privacy" in d["guarantee"]
+    assert set(d["parameters"]["timings"]) >= {"heuristic_s", "bound_s"}
