@@ -60,6 +60,36 @@ def test_driver_equals_per_user_calls_and_records_infeasible(checkins):
     assert (br.table["sanitized"][np.isin(br.table["category"], ["Church", "Hospital"])] == 0).all()
 
 
+@pytest.mark.parametrize("distance", ["js", "l1", "chi2"])
+def test_vectorized_buckets_equal_per_user_path(checkins, distance):
+    p, _ = checkins
+    uh = load_checkins(p)
+    sens = np.array([uh.categories.index("Church")])
+    a = sanitize_users(uh, problem="hide", sensitive=sens, distance=distance, bucket=7)
+    b = sanitize_users(uh, problem="hide", sensitive=sens, distance=distance, vectorized=False)
+    for k in ("user", "category", "original", "sanitized"):
+        assert a.table[k].tolist() == b.table[k].tolist(), k
+    assert a.summary["status"].tolist() == b.summary["status"].tolist()
+    ok = a.summary["status"] == "ok"
+    np.testing.assert_allclose(a.summary["quality_loss"][ok], b.summary["quality_loss"][ok],
+                               rtol=1e-9)
+    assert list(a.summary) == list(b.summary)
+
+
+def test_hide_many_large_k_falls_back_and_matches():
+    from veil.visits.hide import hide_many
+
+    rng = np.random.default_rng(8)
+    H = rng.integers(0, 40, size=(50, 12))
+    out, q, st = hide_many(H, sensitive=[1, 2], max_steps=10)  # many users above max_steps
+    for u in range(50):
+        if st[u]:
+            continue
+        r = hide(H[u], sensitive=[1, 2])
+        assert q[u] == pytest.approx(r.quality_loss, rel=1e-9)
+        assert out[u].sum() == H[u].sum()
+
+
 def test_driver_resemble(checkins):
     p, _ = checkins
     uh = load_checkins(p)

@@ -220,9 +220,63 @@ class BatchResult:
         return {str(v): int(c) for v, c in zip(vals, cnt)}
 
 
+def _hide_buckets(hists: UserHistograms, sensitive, bucket: int, distance: str = "js",
+                  forbid_unvisited: bool = False, **_: Any) -> BatchResult:
+    from .hide import hide_many
+
+    t0 = time.perf_counter()
+    nu, nc = hists.n_users, len(hists.categories)
+    cats = np.asarray(hists.categories, dtype=object)
+    urow = np.repeat(np.arange(nu), np.diff(hists.offsets))
+    tab_u, tab_c, tab_o, tab_s = [], [], [], []
+    sm = {k: [] for k in ("size", "sanitized_size", "sensitive_visits", "quality_loss", "status",
+                          "message")}
+    for s0 in range(0, nu, bucket):
+        s1 = min(nu, s0 + bucket)
+        a, b = hists.offsets[s0], hists.offsets[s1]
+        H = np.zeros((s1 - s0, nc), dtype=np.int64)
+        H[urow[a:b] - s0, hists.cat[a:b]] = hists.count[a:b]
+        out, q, st = hide_many(H, sensitive=sensitive, distance=distance,
+                               forbid_unvisited=forbid_unvisited)
+        ok = st == ""
+        r, c = np.nonzero(((H > 0) | (out > 0)) & ok[:, None])
+        tab_u.append(r + s0)
+        tab_c.append(c)
+        tab_o.append(H[r, c])
+        tab_s.append(out[r, c])
+        sm["size"].append(H.sum(axis=1))
+        sm["sanitized_size"].append(np.where(ok, out.sum(axis=1), 0))
+        sm["sensitive_visits"].append(H[:, sensitive].sum(axis=1))
+        sm["quality_loss"].append(q)
+        sm["status"].append(np.where(ok, "ok", "infeasible"))
+        sm["message"].append(st)
+    uid = np.concatenate(tab_u)
+    table = {"user": hists.users[uid].astype(str),
+             "category": cats[np.concatenate(tab_c)].astype(str),
+             "original": np.concatenate(tab_o), "sanitized": np.concatenate(tab_s)}
+    summary = {"user": hists.users.astype(str)}
+    for k, v in sm.items():
+        summary[k] = np.concatenate(v)
+    summary["privacy_distance"] = np.full(nu, np.nan)
+    summary["algorithm"] = np.where(summary["status"] == "ok", "convex-greedy", "")
+    summary["exact"] = summary["status"] == "ok"
+    summary["gap"] = np.where(summary["exact"], 0.0, np.nan)
+    summary["message"] = summary["message"].astype(str)
+    order = ["user", "size", "sanitized_size", "sensitive_visits", "quality_loss",
+             "privacy_distance", "algorithm", "exact", "gap", "status", "message"]
+    return BatchResult(table=table, summary={k: summary[k] for k in order},
+                       runtime_s=time.perf_counter() - t0)
+
+
 def sanitize_users(hists: UserHistograms, *, problem: str, sensitive: np.ndarray | None = None,
-                   target: np.ndarray | None = None, progress=None, **kw: Any) -> BatchResult:
-    """Run :func:`sanitize_one` on every user; record infeasible users instead of failing.
+                   target: np.ndarray | None = None, progress=None, vectorized: bool = True,
+                   bucket: int = 4096, **kw: Any) -> BatchResult:
+    """Sanitize every user; record infeasible users instead of failing.
+
+    ``hide`` with ``method`` ``auto``/``convex`` runs vectorized over buckets of
+    ``bucket`` users (:func:`veil.visits.hide.hide_many`, same answers as
+    :func:`sanitize_one`); everything else calls :func:`sanitize_one` per user
+    (``vectorized=False`` forces that path).
 
     A user whose histogram cannot be sanitized (every visit sensitive, no
     histogram within the quality bound reaches the threshold ...) gets status
@@ -230,6 +284,9 @@ def sanitize_users(hists: UserHistograms, *, problem: str, sensitive: np.ndarray
     original histogram is never published in its place.
     """
     check_choice(problem, "problem", ("hide", "resemble", "avoid"))
+    if (vectorized and problem == "hide" and kw.get("method", "auto") in ("auto", "convex")
+            and sensitive is not None):
+        return _hide_buckets(hists, np.asarray(sensitive), bucket, **kw)
     t0 = time.perf_counter()
     nu, nc = hists.n_users, len(hists.categories)
     cats = np.asarray(hists.categories, dtype=object)

@@ -37,7 +37,7 @@ from ._kernels import minplus_backtrack, minplus_chain
 from .costs import QualityCost, check_distance
 from .result import VisitResult
 
-__all__ = ["hide", "lho", "convex_allocate", "resolve_bins"]
+__all__ = ["hide", "hide_many", "lho", "convex_allocate", "resolve_bins"]
 
 
 def resolve_bins(selection: Any, n: int, labels: Sequence[str] | None, name: str) -> np.ndarray:
@@ -309,3 +309,127 @@ def hide(histogram: Any, *, sensitive: Any, distance: str = "js", r: int | None 
         parameters={"sensitive": [labels[i] for i in sens] if labels else sens.tolist(),
                     "K": K, "r": r, "forbid_unvisited": forbid_unvisited, "method": method},
         runtime_s=time.perf_counter() - t0, notes=tuple(notes))
+
+
+def hide_many(H: Any, *, sensitive: Any, distance: str = "js", forbid_unvisited: bool = False,
+              max_steps: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """SLH for many users at once (same domain and sensitive set), vectorized across users.
+
+    Users with at most ``max_steps`` sensitive visits are solved together by
+    the stepwise greedy (one vectorized argmin over all users per added
+    visit; exact for convex per-bin costs, same tie-break as :func:`hide`);
+    the others go through :func:`hide` one by one. This is the bucket kernel
+    of the per-user batch driver.
+
+    Parameters
+    ----------
+    H : array-like of int, shape (users, bins)
+    sensitive : indices or boolean mask over bins
+    distance : str
+    forbid_unvisited : bool
+    max_steps : int
+
+    Returns
+    -------
+    out : ndarray of int64, shape (users, bins)
+        Sanitized histograms (rows of infeasible users are all zero).
+    quality : ndarray of float64, shape (users,)
+        ``d_q(H_u, H'_u)`` (NaN for infeasible users).
+    status : ndarray of object
+        ``""`` for success, else the error message of that user.
+
+    Examples
+    --------
+    >>> out, q, st = hide_many([[5, 3, 0, 2], [1, 0, 4, 4]], sensitive=[3])
+    >>> out.tolist(), st.tolist()
+    ([[6, 4, 0, 0], [3, 0, 6, 0]], ['', ''])
+    """
+    from ..distances import bin_terms
+
+    H = np.asarray(H)
+    if H.ndim != 2:
+        raise ParameterError(f"H must be 2-dimensional (users, bins), got shape {H.shape}")
+    if H.size and (H.dtype.kind not in "iu" or (H < 0).any()):
+        if H.dtype.kind == "f" and np.all(H == np.round(H)) and (H >= 0).all():
+            H = H.astype(np.int64)
+        else:
+            raise ParameterError("H must hold non-negative integer counts")
+    H = H.astype(np.int64)
+    U, n = H.shape
+    distance = check_distance(distance, "distance")
+    sens = resolve_bins(sensitive, n, None, "sensitive")
+    mask = np.zeros(n, dtype=bool)
+    mask[sens] = True
+    free = np.flatnonzero(~mask)
+    out = np.zeros_like(H)
+    quality = np.full(U, np.nan)
+    status = np.full(U, "", dtype=object)
+    N = H.sum(axis=1)
+    K = H[:, sens].sum(axis=1)
+    bad = (N == 0) | (H[:, free].sum(axis=1) == 0)
+    status[N == 0] = "histogram is empty"
+    status[(N > 0) & bad] = "the sensitive set covers every visited place: nothing to " \
+                             "redistribute into"
+    if distance == "kl":
+        kl_bad = ~bad & (K > 0)
+        status[kl_bad] = "distance 'kl' is infinite when a sensitive place was visited"
+        bad |= kl_bad
+    fast = ~bad & (K <= max_steps)
+    slow = np.flatnonzero(~bad & ~fast)
+    rows = np.flatnonzero(fast)
+    if rows.size and free.size:
+        hf = H[np.ix_(rows, free)].astype(np.float64)
+        Nu = N[rows].astype(np.float64)[:, None]
+        Su = Nu  # size preserved
+        Ku = K[rows]
+        exact_l1 = distance == "l1"
+        Mu = (Ku.astype(np.float64) ** 2 + 1)[:, None]
+        forbid = (hf == 0) if forbid_unvisited else None
+
+        def cost(x):
+            if exact_l1:
+                c = np.abs(Nu * x - Su * hf) * Mu + (x - hf) ** 2
+            else:
+                c = bin_terms(hf / Nu, x / Su, distance)
+            if forbid is not None:
+                c = np.where(forbid & (x > hf), np.inf, c)
+            return c
+
+        x = hf.copy()
+        cur = cost(x)
+        nxt = cost(x + 1)
+        with np.errstate(invalid="ignore"):
+            marg = np.where(np.isinf(nxt), np.inf, nxt - cur)
+        left = Ku.copy()
+        ar = np.arange(rows.size)
+        while True:
+            act = np.flatnonzero(left > 0)
+            if act.size == 0:
+                break
+            b = np.argmin(marg[act], axis=1)  # first minimum = smallest bin index
+            ua = ar[act]
+            x[ua, b] += 1
+            left[act] -= 1
+            xb = x[ua, b]
+            hb = hf[ua, b]
+            if exact_l1:
+                cb = np.abs(Nu[ua, 0] * xb - Su[ua, 0] * hb) * Mu[ua, 0] + (xb - hb) ** 2
+                nb = np.abs(Nu[ua, 0] * (xb + 1) - Su[ua, 0] * hb) * Mu[ua, 0] + (xb + 1 - hb) ** 2
+            else:
+                cb = bin_terms(hb / Nu[ua, 0], xb / Su[ua, 0], distance)
+                nb = bin_terms(hb / Nu[ua, 0], (xb + 1) / Su[ua, 0], distance)
+            marg[ua, b] = nb - cb
+        res = np.zeros((rows.size, n), dtype=np.int64)
+        res[:, free] = x.astype(np.int64)
+        out[rows] = res
+        Hr = H[rows].astype(np.float64)
+        quality[rows] = bin_terms(Hr / Nu, res / Su, distance).sum(axis=1)
+    for u in slow:
+        try:
+            r = hide(H[u], sensitive=sens, distance=distance, forbid_unvisited=forbid_unvisited)
+        except (InfeasibleError, ParameterError) as exc:
+            status[u] = " ".join(str(exc).split())
+            continue
+        out[u] = r.histogram
+        quality[u] = r.quality_loss
+    return out, quality, status
