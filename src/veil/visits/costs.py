@@ -25,7 +25,7 @@ from ..distances import BIN_DISTANCES, bin_terms
 from ..errors import ParameterError
 from ..validation import check_choice
 
-__all__ = ["check_distance", "quality_terms", "privacy_terms", "L1_EXACT_LIMIT"]
+__all__ = ["check_distance", "QualityCost", "L1_EXACT_LIMIT"]
 
 #: largest value of the integer-scaled L1 objective that float64 holds exactly.
 L1_EXACT_LIMIT = 2.0 ** 52
@@ -36,22 +36,6 @@ def check_distance(name: str, parameter: str) -> str:
     if not isinstance(name, str):
         raise ParameterError(f"{parameter} must be a distance name, got {name!r}")
     return check_choice(name.lower(), parameter, tuple(BIN_DISTANCES))
-
-
-def quality_terms(h: np.ndarray, x: np.ndarray, size: int, distance: str) -> np.ndarray:
-    """Per-bin terms ``term(h[i] / N, x[i] / size)`` of the quality distance.
-
-    ``h`` is the user's full histogram (shape ``(n,)``); ``x`` broadcasts with it
-    (e.g. shape ``(n, k)`` with ``h[:, None]`` semantics handled by the caller).
-    """
-    h = np.asarray(h, dtype=np.float64)
-    return bin_terms(h / h.sum(), np.asarray(x, dtype=np.float64) / size, distance)
-
-
-def privacy_terms(x: np.ndarray, size: int, target: np.ndarray, distance: str) -> np.ndarray:
-    """``term(x / size, target)`` with ``target`` a probability vector (broadcasting)."""
-    x = np.asarray(x, dtype=np.float64)
-    return bin_terms(x / size, target, distance)
 
 
 class QualityCost:

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from ..errors import InfeasibleError, ParameterError
-from ..validation import check_counts, check_int
+from ..validation import check_choice, check_counts, check_int
 from ._kernels import minplus_backtrack, minplus_chain
 from .costs import QualityCost, check_distance
 from .result import VisitResult
@@ -260,10 +260,7 @@ def hide(histogram: Any, *, sensitive: Any, distance: str = "js", r: int | None 
         if len(labels) != n:
             raise ParameterError(f"labels has {len(labels)} names for {n} bins")
     distance = check_distance(distance, "distance")
-    if method not in ("auto", "lho", "convex"):
-        from ..validation import check_choice
-
-        check_choice(method, "method", ("auto", "lho", "convex"))
+    check_choice(method, "method", ("auto", "lho", "convex"))
     sens = resolve_bins(sensitive, n, labels, "sensitive")
     N = int(h.sum())
     if N == 0:
@@ -342,7 +339,7 @@ def hide_many(H: Any, *, sensitive: Any, distance: str = "js", forbid_unvisited:
     --------
     >>> out, q, st = hide_many([[5, 3, 0, 2], [1, 0, 4, 4]], sensitive=[3])
     >>> out.tolist(), st.tolist()
-    ([[6, 4, 0, 0], [3, 0, 6, 0]], ['', ''])
+    ([[6, 4, 0, 0], [2, 0, 7, 0]], ['', ''])
     """
     from ..distances import bin_terms
 
