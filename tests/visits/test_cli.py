@@ -70,12 +70,16 @@ def test_checkin_file_per_user(files, capsys):
       "--privacy-threshold", "0.0001"], "best possible"),
     (["hide", "{h}", "--sensitive", "Bar", "--distance", "jsd"], "did you mean 'js'"),
     (["hide", "{missing}", "--sensitive", "Bar"], "not found"),
+    (["hide", "{coarse}", "--sensitive", "Medical Center", "--taxonomy", "foursquare"],
+     "coarser than the selection"),
 ])
 def test_bad_input_exit_2_no_output(files, capsys, args, match):
     (files / "neg.json").write_text(json.dumps({"Bar": -1, "Park": 3}))
     (files / "zoo.csv").write_text("category,count\nZoo,3\n")
+    (files / "coarse.csv").write_text("user,category\nu1,Food\nu1,Professional & Other Places\n")
     sub = {"{h}": files / "h.json", "{t}": files / "t.csv", "{neg}": files / "neg.json",
-           "{zoo}": files / "zoo.csv", "{missing}": files / "missing.json"}
+           "{zoo}": files / "zoo.csv", "{missing}": files / "missing.json",
+           "{coarse}": files / "coarse.csv"}
     out = files / "out.json"
     argv = ["visits"] + [str(sub.get(a, a)) for a in args] + ["-o", str(out)]
     code, stdout, err = run(argv, capsys)

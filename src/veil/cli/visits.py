@@ -104,6 +104,26 @@ def _sensitive_mask(labels, names, tax):
     return resolve_bins(flat, len(labels), labels, "--sensitive")
 
 
+def _coarser_hint(labels, names, tax) -> str:
+    """Suggest the ancestor when the data's categories are coarser than the selected nodes."""
+    if tax is None:
+        return ""
+    flat = [s.strip() for n in names for s in n.split(",") if s.strip()]
+    labs = set(labels)
+    hits = set()
+    for nm in flat:
+        node = tax.resolve(nm)
+        for d in range(int(tax.depth[tax.index[node]]) - 1, -1, -1):
+            anc = tax.ancestor(node, d)
+            if anc in labs:
+                hits.add(anc)
+                break
+    if not hits:
+        return ""
+    return ("; the data's categories are coarser than the selection: its ancestor(s) "
+            f"{sorted(hits)} are in the data (select those to hide the whole category)")
+
+
 def _target(path, labels, tax, depth):
     from ..visits.batch import align_target
     from ..visits.io import read_profile
@@ -192,7 +212,8 @@ def _run(problem: str, input_path: Path, *, output, summary, sensitive, taxonomy
             sens = np.flatnonzero(np.asarray(_sensitive_mask(labels, sensitive, tax)))
             if sens.size == 0:
                 raise ParameterError("--sensitive matched no category of the file "
-                                     f"({len(labels)} categories): nothing to hide")
+                                     f"({len(labels)} categories): nothing to hide"
+                                     + _coarser_hint(labels, sensitive, tax))
         tgt = None
         if problem != "hide":
             domain, tgt = _target(target, labels, tax, rollup_depth)
@@ -219,7 +240,7 @@ def _run(problem: str, input_path: Path, *, output, summary, sensitive, taxonomy
         sens = _sensitive_mask(labels, sensitive, tax)
         if labels is not None and tax is not None and not np.asarray(sens).any():
             raise ParameterError("--sensitive matched no category of the histogram: nothing "
-                                 "to hide")
+                                 "to hide" + _coarser_hint(labels, sensitive, tax))
         res = hide(values, sensitive=sens, distance=distance, r=r, method=method,
                    forbid_unvisited=forbid_unvisited, labels=labels)
     else:
