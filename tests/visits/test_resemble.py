@@ -180,3 +180,15 @@ def test_result_to_dict_is_json():
     assert d["histogram"].keys() == {"a", "b", "c"}
     assert "not differential privacy" in d["guarantee"]
     assert set(d["parameters"]["timings"]) >= {"heuristic_s", "bound_s"}
+
+
+def test_kl_privacy_distance_with_empty_target_bins(comps):
+    h = np.array([3, 2, 1])
+    t = np.array([1.0, 1.0, 0.0])
+    best = brute(h, t, 0.5, "js", "kl", 6, "min", False, comps)
+    for method in ("exact", "heuristic"):
+        r = resemble(h, t, quality_bound=0.5, privacy_distance="kl", method=method)
+        assert r.histogram[2] == 0 and np.isfinite(r.privacy_value)
+        assert r.privacy_value >= best - 1e-12
+    with pytest.raises(ParameterError, match="unbounded"):
+        avoid(h, t, quality_bound=0.5, privacy_distance="kl")

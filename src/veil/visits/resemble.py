@@ -205,15 +205,18 @@ def _heuristic(prob: _Problem, x0: np.ndarray, restrict: bool,
         if si.size == 0 or di.size == 0:
             break
         dq = rq[si][:, None] + aq[di][None, :]
-        df = rf[si][:, None] + af[di][None, :]
-        ok = (Q + dq <= prob.eps_tol) & ~diag[np.ix_(si, di)] & np.isfinite(df)
+        with np.errstate(invalid="ignore"):
+            df = rf[si][:, None] + af[di][None, :]
+        # -inf: the move leaves a bin of infinite privacy cost (kl with an empty target bin)
+        ok = (Q + dq <= prob.eps_tol) & ~diag[np.ix_(si, di)] & ~np.isnan(df) & (df < np.inf)
         if not ok.any():
             break
         ok &= df < -_TOL
         if not ok.any():
             break
         if rule == "ratio":  # most privacy gained per unit of quality spent
-            score = np.where(ok, df / np.maximum(dq, 1e-15), np.inf)
+            with np.errstate(invalid="ignore", over="ignore"):
+                score = np.where(ok, df / np.maximum(dq, 1e-15), np.inf)
         else:  # largest privacy gain
             score = np.where(ok, df, np.inf)
         j = int(np.argmin(score))
@@ -333,6 +336,10 @@ def _solve(problem: str, histogram, target, *, quality_bound, privacy_threshold,
     eps = check_nonnegative(quality_bound, "quality_bound")
     qd = check_distance(quality_distance, "quality_distance")
     pd = check_distance(privacy_distance, "privacy_distance")
+    if problem == "avoid" and pd == "kl" and (tgt == 0).any():
+        raise ParameterError("privacy_distance 'kl' is unbounded for avoid when the target has "
+                             "empty bins (any visit there gives an infinite distance); use js, "
+                             "chi2, hellinger, l1 or l2")
     c = None
     if privacy_threshold is not None:
         c = check_nonnegative(privacy_threshold, "privacy_threshold")
