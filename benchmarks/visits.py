@@ -253,8 +253,6 @@ def section_d(quick):
 
 
 def section_e(quick):
-    from veil.visits.batch import sanitize_users
-
     print("\n(e) real data: Foursquare NYC users (root categories), target = city-wide "
           "distribution (woojink, 227,428 check-ins, rolled up to roots)")
     tax, uh, target, sens, sens_roots, _ = nyc_inputs()

@@ -2,7 +2,6 @@
 
 import json
 
-import numpy as np
 import pytest
 
 from veil.errors import DataError, ParameterError
@@ -25,7 +24,8 @@ def test_foursquare_tree_shape(fsq):
 def test_flat_csv_equals_json(fsq):
     from veil.datasets import shared_data_path
 
-    flat = Taxonomy.from_csv(shared_data_path("foursquare-nyc", "foursquare_categories_v2_flat.csv"))
+    flat = Taxonomy.from_csv(shared_data_path("foursquare-nyc",
+                                              "foursquare_categories_v2_flat.csv"))
     assert flat.names == fsq.names
     assert flat.parents.tolist() == fsq.parents.tolist()
 

@@ -27,7 +27,7 @@ distances ties are measure-zero and broken the same way (smallest bin index).
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 

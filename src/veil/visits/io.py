@@ -23,7 +23,8 @@ def _load_json(p: Path):
         raise DataError(f"not valid JSON: {exc}", path=str(p)) from None
 
 
-def read_profile(path: str | Path, *, what: str = "histogram") -> tuple[list[str] | None, np.ndarray]:
+def read_profile(path: str | Path, *,
+                 what: str = "histogram") -> tuple[list[str] | None, np.ndarray]:
     """Labels and values from a JSON or CSV file.
 
     JSON: ``{"Bar": 3, ...}``, ``{"histogram": {...}}`` or a list of numbers.

@@ -20,7 +20,8 @@ edge cost ``g_i(k)``).
   answer is dropped; the completion bounds are the shortest completion
   ignoring quality and the Lagrangian completion
   ``min sum (phi + lambda* g) - lambda* (eps - cost so far)`` at the best
-  multiplier ``lambda*`` (valid for every ``lambda >= 0``). Past ``max_labels`` labels in one layer (or
+  multiplier ``lambda*`` (valid for every ``lambda >= 0``). Past ``max_labels``
+  labels in one layer (or
   ``time_limit`` seconds) it raises :class:`~veil.errors.InstanceTooLargeError`.
 * **RH / AH** (heuristic): the paper's greedy moves -- move one visit from a
   source bin to a destination bin while ``d_q`` stays within ``eps``, as long
@@ -47,7 +48,8 @@ import numpy as np
 
 from ..distances import bin_terms
 from ..errors import InfeasibleError, InstanceTooLargeError, ParameterError
-from ..validation import check_choice, check_counts, check_finite_array, check_int, check_nonnegative
+from ..validation import (check_choice, check_counts, check_finite_array, check_int,
+                          check_nonnegative)
 from ._kernels import minplus_backtrack, minplus_chain
 from .costs import check_distance
 from .hide import convex_allocate
@@ -517,7 +519,7 @@ def avoid(histogram: Any, target: Any, *, quality_bound: float,
                   time_limit=time_limit, restrict=restrict, rule=rule, pruning=pruning)
 
 
-resemble.__doc__ = """Target resemblance (TR): the histogram closest to a target within a quality bound.
+resemble.__doc__ = """Target resemblance (TR): the histogram closest to a target within a bound.
 
     Minimizes ``d_p(H', H'')`` over integer ``H'`` of the chosen size with
     ``d_q(H, H') <= eps``: exactly (RO) or with the RH heuristic; the answer
@@ -530,7 +532,7 @@ resemble.__doc__ = """Target resemblance (TR): the histogram closest to a target
     ('RO', [4, 2, 1, 3], 0.0)
 """
 
-avoid.__doc__ = """Target avoidance (TA): the histogram farthest from a target within a quality bound.
+avoid.__doc__ = """Target avoidance (TA): the histogram farthest from a target within a bound.
 
     Maximizes ``d_p(H', H'')`` over integer ``H'`` of the chosen size with
     ``d_q(H, H') <= eps``: exactly (AO) or with the AH heuristic; the answer

@@ -161,7 +161,7 @@ class Taxonomy:
             return cls.from_nodes(data, aliases=aliases, source=str(p))
         if isinstance(data, Mapping) and "name" in data:
             return cls.from_nodes([data], aliases=aliases, source=str(p))
-        if isinstance(data, Mapping) and "categories" in data and isinstance(data["categories"], list):
+        if isinstance(data, Mapping) and isinstance(data.get("categories"), list):
             return cls.from_nodes(data["categories"], aliases=aliases, source=str(p))
         if isinstance(data, Mapping):
             return cls.from_nested(data, aliases=aliases, source=str(p))
