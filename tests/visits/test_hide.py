@@ -195,3 +195,30 @@ def test_package_works_without_numba(tmp_path):
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "RO"
+
+
+def test_convex_fast_path_at_large_k_matches_heap_greedy():
+    """At K = 3000 (beyond brute force and slow for LHO) against a textbook heap greedy."""
+    import heapq
+
+    from veil.visits.costs import QualityCost
+
+    rng = np.random.default_rng(12)
+    h = rng.integers(0, 50, size=40)
+    h[0] = 3000
+    free = np.arange(1, 40)
+    cost = QualityCost(h, free, int(h.sum()), "js")
+    fast = convex_allocate(cost.marginal, free.size, 3000)
+    heap = [(float(cost.marginal(np.array([b]), np.array([0]))[0]), b) for b in range(free.size)]
+    heapq.heapify(heap)
+    slow = np.zeros(free.size, dtype=np.int64)
+    for _ in range(3000):
+        _, b = heapq.heappop(heap)
+        slow[b] += 1
+        heapq.heappush(heap, (float(cost.marginal(np.array([b]), np.array([slow[b]]))[0]), b))
+    obj = lambda a: float(cost(np.arange(free.size), a).sum())  # noqa: E731
+    assert fast.sum() == 3000
+    assert obj(fast) == pytest.approx(obj(slow), rel=1e-12)
+    res = hide(h, sensitive=[0])
+    assert res.quality_loss == pytest.approx(
+        float(bin_terms(h / h.sum(), np.r_[0, h[1:] + slow] / h.sum(), "js").sum()), rel=1e-9)
