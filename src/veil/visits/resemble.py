@@ -157,6 +157,8 @@ def lagrangian_bound(prob: _Problem, *, iters: int = 30, convex: bool = True):
     else:
         return bound, best_x, best_v, best_lam
     for _ in range(iters):
+        if best_x is not None and best_v - bound <= 1e-12 * max(1.0, abs(best_v)):
+            break  # a feasible allocation meets the bound: it is optimal
         mid = 0.5 * (lo + hi)
         f, g = ev(mid)
         if g <= prob.eps_tol:
@@ -381,7 +383,13 @@ def _solve(problem: str, histogram, target, *, quality_bound, privacy_threshold,
     tc = time.perf_counter()
     timings = {"heuristic_s": tb - ta, "bound_s": tc - tb}
     x, algo, exact = xh, names[1], False
-    if method in ("auto", "exact"):
+    certified = (lag_x is not None
+                 and lag_v - bound <= 1e-12 * max(1.0, abs(lag_v)))
+    if method in ("auto", "exact") and certified:
+        # the Lagrangian found a feasible allocation whose value equals the bound: optimal
+        x, algo, exact = lag_x, names[0], True
+        notes.append("optimality certified by the Lagrangian bound (no search needed)")
+    elif method in ("auto", "exact"):
         inc = prob.objective(xh)
         if lag_x is not None:
             inc = min(inc, lag_v)
