@@ -260,6 +260,9 @@ def section_e(quick):
     hs = [uh.dense(u) for u in users]
     print(f"  users: {len(hs)}; sizes median {int(np.median([h.sum() for h in hs]))}, max "
           f"{int(max(h.sum() for h in hs))}")
+    d0 = [float(bin_terms(h / h.sum(), target / target.sum(), "js").sum()) for h in hs]
+    print(f"  JS distance of the unmodified histograms to the target: mean {np.mean(d0):.4f}, "
+          f"median {np.median(d0):.4f}, range {min(d0):.4f}..{max(d0):.4f}")
     print(f"  {'algorithm':12s} {'eps':>5s} {'mean d_q':>9s} {'mean d_p':>9s} {'mean gap':>9s} "
           f"{'max gap':>9s} {'exact%':>7s} {'total s':>8s} {'heur s':>7s} {'bound s':>8s}")
     for method in ("lho", "convex"):
