@@ -150,3 +150,18 @@ def test_write_table_atomic(tmp_path, fmt):
         assert got == [("a", 1), ("b", 2)]
     with pytest.raises(ParameterError, match="does not exist"):
         write_table(cols, tmp_path / "missing" / "t.csv")
+
+
+def test_hide_many_statuses():
+    from veil.visits.hide import hide_many
+
+    H = np.array([[3, 0, 2], [0, 4, 0], [0, 0, 0], [1, 1, 1]])
+    out, q, st = hide_many(H, sensitive=[1])
+    assert st[0] == "" and out[0].tolist() == [3, 0, 2]
+    assert "every visited place" in st[1] and out[1].sum() == 0 and np.isnan(q[1])
+    assert "empty" in st[2]
+    assert st[3] == "" and out[3].sum() == 3 and out[3][1] == 0
+    _, _, st_kl = hide_many(H, sensitive=[1], distance="kl")
+    assert "kl" in st_kl[3] and st_kl[0] == ""  # no sensitive visit: kl is finite
+    with pytest.raises(ParameterError, match="non-negative integer"):
+        hide_many([[1, -1]], sensitive=[0])

@@ -87,3 +87,24 @@ def test_bad_input_exit_2_no_output(files, capsys, args, match):
     assert match in err
     assert not out.exists()
     assert err.count("\n") == 1  # one line
+
+
+def test_single_csv_histogram_and_indices(files, capsys):
+    (files / "h.csv").write_text("category,count\nBar,5\nChurch,2\nPark,3\n")
+    out = files / "o.json"
+    code, _, err = run(["visits", "hide", str(files / "h.csv"), "-s", "Church", "--r", "4",
+                        "-o", str(out)], capsys)
+    assert code == 0, err
+    res = json.loads(out.read_text())
+    assert res["histogram"]["Church"] == 0 and res["size"] == 12
+    (files / "l.json").write_text("[4, 0, 3, 1]")
+    code, stdout, err = run(["visits", "hide", str(files / "l.json"), "-s", "3"], capsys)
+    assert code == 0, err
+    assert json.loads(stdout)["histogram"] == [5, 0, 3, 0]
+
+
+def test_checkin_only_options_rejected(files, capsys):
+    out = files / "u.csv"
+    code, _, err = run(["visits", "hide", str(files / "c.csv"), "-s", "Church", "--r", "2",
+                        "-o", str(out)], capsys)
+    assert code == 2 and "--r" in err and not out.exists()

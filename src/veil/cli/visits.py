@@ -187,6 +187,11 @@ def _run(problem: str, input_path: Path, *, output, summary, sensitive, taxonomy
     if is_checkin_file(input_path, user_column):
         if output is None:
             raise ParameterError("--output is required for a check-in file")
+        if r is not None:
+            raise ParameterError("--r (SLH_r) applies to one histogram, not to a check-in file")
+        if target_size:
+            raise ParameterError("--target-size applies to one histogram, not to a check-in "
+                                 "file")
         from .common import output_path
 
         output = output_path(output)
