@@ -383,7 +383,7 @@ def _solve(problem: str, histogram, target, *, quality_bound, privacy_threshold,
     tc = time.perf_counter()
     timings = {"heuristic_s": tb - ta, "bound_s": tc - tb}
     x, algo, exact = xh, names[1], False
-    certified = (lag_x is not None
+    certified = (pruning == "full" and lag_x is not None
                  and lag_v - bound <= 1e-12 * max(1.0, abs(lag_v)))
     if method in ("auto", "exact") and certified:
         # the Lagrangian found a feasible allocation whose value equals the bound: optimal
