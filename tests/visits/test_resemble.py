@@ -192,3 +192,20 @@ def test_kl_privacy_distance_with_empty_target_bins(comps):
         assert r.privacy_value >= best - 1e-12
     with pytest.raises(ParameterError, match="unbounded"):
         avoid(h, t, quality_bound=0.5, privacy_distance="kl")
+
+
+def test_large_size_uses_cheap_bound_and_no_exact(monkeypatch):
+    import sys
+
+    rs = sys.modules["veil.visits.resemble"]
+
+    monkeypatch.setattr(rs, "DP_WORK_LIMIT", 1e3)
+    h = np.array([30, 10, 5, 5])
+    t = np.array([1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(InstanceTooLargeError, match="n\\*S\\^2"):
+        avoid(h, t, quality_bound=0.05, method="exact")
+    r = avoid(h, t, quality_bound=0.05)
+    assert r.algorithm == "AH" and r.bound >= r.privacy_value and r.notes
+    monkeypatch.setattr(rs, "DP_WORK_LIMIT", 1e12)
+    best = avoid(h, t, quality_bound=0.05, method="exact").privacy_value
+    assert r.bound >= best - 1e-12 and r.privacy_value <= best + 1e-12

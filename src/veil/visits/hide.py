@@ -289,6 +289,12 @@ def hide(histogram: Any, *, sensitive: Any, distance: str = "js", r: int | None 
     if r == 0:
         add = np.zeros(m, dtype=np.int64)
     elif method_used == "lho":
+        if m * float(r + 1) ** 2 > 3e9:
+            from ..errors import InstanceTooLargeError
+
+            raise InstanceTooLargeError(f"LHO would need {m * float(r + 1) ** 2:.2g} operations "
+                                        f"(m={m} bins, r={r}): use method='convex' (exact for "
+                                        "every supported distance)")
         add, _ = lho(cost.table(r), r)
     else:
         add = convex_allocate(cost.marginal, m, r)

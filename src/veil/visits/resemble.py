@@ -64,6 +64,10 @@ DISTANCE_MAX = {"js": math.log(2.0), "l1": 2.0, "l2": 2.0, "chi2": 2.0, "helling
 
 _TOL = 1e-12
 
+#: largest ``n * S^2`` for which a min-plus DP over the instance is run (about 1-3 s with
+#: numba); beyond it TA uses a cheap bound and the exact search is not attempted.
+DP_WORK_LIMIT = 3e8
+
 
 class _Problem:
     """Tabulated costs of one TR/TA instance."""
@@ -367,6 +371,10 @@ def _solve(problem: str, histogram, target, *, quality_bound, privacy_threshold,
     else:
         S = check_int(size, "size", minimum=1)
     sign = 1.0 if problem == "resemble" else -1.0
+    if h.size * float(S + 1) > 5e7:
+        raise InstanceTooLargeError(
+            f"{problem} tabulates per-bin costs for every count 0..S: n*(S+1) = "
+            f"{h.size * (S + 1):.2g} exceeds 5e7 cells (n={h.size}, S={S})")
     prob = _Problem(h, tgt, S, eps, qd, pd, forbid_unvisited, sign)
     names = ("RO", "RH") if problem == "resemble" else ("AO", "AH")
     notes: list[str] = []
@@ -379,7 +387,15 @@ def _solve(problem: str, histogram, target, *, quality_bound, privacy_threshold,
     ta = time.perf_counter()
     xh = _heuristic(prob, x0, restrict, rule)
     tb = time.perf_counter()
-    bound, lag_x, lag_v, lam = lagrangian_bound(prob, convex=(sign > 0))
+    big = prob.n * float(S + 1) ** 2 > DP_WORK_LIMIT
+    if sign < 0 and big:
+        # the TA dual needs a min-plus DP; use the bound that ignores the size and quality
+        # constraints: sum_i max_x d_p-term_i(x) (valid, weaker)
+        bound, lag_x, lag_v, lam = float(np.nanmin(prob.phi, axis=1).sum()), None, math.inf, 0.0
+        notes.append(f"instance too large for the Lagrangian DP (n*S^2 > {DP_WORK_LIMIT:.0e}): "
+                     "the upper bound ignores the size and quality constraints")
+    else:
+        bound, lag_x, lag_v, lam = lagrangian_bound(prob, convex=(sign > 0))
     tc = time.perf_counter()
     timings = {"heuristic_s": tb - ta, "bound_s": tc - tb}
     x, algo, exact = xh, names[1], False
@@ -394,6 +410,10 @@ def _solve(problem: str, histogram, target, *, quality_bound, privacy_threshold,
         if lag_x is not None:
             inc = min(inc, lag_v)
         try:
+            if big:
+                raise InstanceTooLargeError(
+                    f"exact search needs min-plus DPs of n*S^2 = {prob.n * (S + 1) ** 2:.2g} > "
+                    f"{DP_WORK_LIMIT:.0e} cells: use method='heuristic'")
             tl = time_limit if (time_limit is not None or method == "exact") else 10.0
             xe = _exact(prob, inc, max_labels, tl, t0, lam, pruning)
             timings["exact_s"] = time.perf_counter() - tc
