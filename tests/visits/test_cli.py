@@ -45,6 +45,12 @@ def test_resemble_and_avoid_one_histogram(files, capsys):
                             str(files / "t.csv"), "--quality-bound", "0.1", "-o", str(out)],
                            capsys)
         assert code == 0, err
+        # the published file carries no original counts unless asked for
+        assert out.read_text().startswith('"category","sanitized"')
+        code, _, err = run(["visits", cmd, str(files / "h.json"), "--target",
+                            str(files / "t.csv"), "--quality-bound", "0.1", "-o", str(out),
+                            "--include-original"], capsys)
+        assert code == 0, err
         assert out.read_text().startswith('"category","original","sanitized"')
 
 
@@ -55,6 +61,7 @@ def test_checkin_file_per_user(files, capsys):
     assert code == 0, err
     assert "infeasible" in (files / "users.summary.csv").read_text()  # u3 only visited Church
     assert "u3" not in out.read_text()
+    assert "original" not in out.read_text().splitlines()[0]
 
 
 @pytest.mark.parametrize("args, match", [

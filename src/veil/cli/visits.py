@@ -143,11 +143,24 @@ def _target(path, labels, tax, depth):
     return align_target(tl, tv, labels)  # (domain, target)
 
 
-def _write_single(res, output: Optional[Path]):
+ORIGINAL = typer.Option(False, "--include-original",
+                        help="Also write the original counts next to the sanitized ones (for "
+                             "analysis only: never publish such a file).")
+
+
+def _public_dict(res, include_original: bool) -> dict:
+    d = res.to_dict()
+    if not include_original:
+        d.pop("original", None)
+        d.pop("original_size", None)
+    return d
+
+
+def _write_single(res, output: Optional[Path], include_original: bool = False):
     from ..visits.batch import write_table
 
     if output is None:
-        typer.echo(json.dumps(res.to_dict(), indent=2))
+        typer.echo(json.dumps(_public_dict(res, include_original), indent=2))
         return
     from .common import output_path
 
@@ -159,12 +172,15 @@ def _write_single(res, output: Optional[Path]):
 
         fd, tmp = tempfile.mkstemp(prefix=".veil-tmp-", dir=str(output.parent))
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(res.to_dict(), fh, indent=2)
+            json.dump(_public_dict(res, include_original), fh, indent=2)
         os.replace(tmp, output)
     else:
         labels = res.labels or [str(i) for i in range(res.histogram.size)]
-        write_table({"category": np.asarray(labels), "original": res.original,
-                     "sanitized": res.histogram}, output)
+        cols = {"category": np.asarray(labels), "original": res.original,
+                "sanitized": res.histogram}
+        if not include_original:
+            del cols["original"]
+        write_table(cols, output)
     typer.echo(f"{res.problem}: {res.algorithm} quality_loss={res.quality_loss:.6g}"
                + (f" privacy={res.privacy_value:.6g} gap={res.gap:.3g}"
                   if res.privacy_value is not None else "") + f" -> {output}", err=True)
@@ -172,7 +188,8 @@ def _write_single(res, output: Optional[Path]):
 
 def _run(problem: str, input_path: Path, *, output, summary, sensitive, taxonomy, distance,
          privacy_distance, target, quality_bound, privacy_threshold, method, forbid_unvisited,
-         user_column, category_column, rollup_depth, target_size=False, r=None):
+         user_column, category_column, rollup_depth, target_size=False, r=None,
+         include_original=False):
     from ..visits import avoid, hide, resemble
     from ..visits.batch import load_checkins, sanitize_users, write_table
     from ..visits.io import is_checkin_file, read_histogram
@@ -232,7 +249,9 @@ def _run(problem: str, input_path: Path, *, output, summary, sensitive, taxonomy
                       privacy_distance=privacy_distance)
         br = sanitize_users(uh, problem=problem, sensitive=sens, target=tgt, **kw)
         summ = summary or output.with_name(output.stem + ".summary" + (output.suffix or ".csv"))
-        write_table(br.table, output)
+        table = br.table if include_original else {k: v for k, v in br.table.items()
+                                                    if k != "original"}
+        write_table(table, output)
         write_table(br.summary, summ)
         typer.echo(f"{problem}: {uh.n_users} users in {br.runtime_s:.2f} s, status "
                    f"{br.status_counts()} -> {output}, {summ}", err=True)
@@ -258,7 +277,7 @@ def _run(problem: str, input_path: Path, *, output, summary, sensitive, taxonomy
                  quality_distance=distance, privacy_distance=privacy_distance, method=method,
                  size="target" if target_size else "histogram",
                  forbid_unvisited=forbid_unvisited, labels=labels)
-    _write_single(res, output)
+    _write_single(res, output, include_original)
 
 
 @app.command("hide")
@@ -280,13 +299,15 @@ def hide_cmd(
     user_column: str = USER_COL,
     category_column: str = CAT_COL,
     rollup_depth: Optional[int] = ROLLUP,
+    include_original: bool = ORIGINAL,
 ) -> None:
     """SLH: zero the sensitive places and redistribute their visits with the least quality loss."""
     _run("hide", input_path, output=output, summary=summary, sensitive=sensitive,
          taxonomy=taxonomy, distance=distance, privacy_distance="js", target=None,
          quality_bound=None, privacy_threshold=None, method=method,
          forbid_unvisited=forbid_unvisited, user_column=user_column,
-         category_column=category_column, rollup_depth=rollup_depth, r=r)
+         category_column=category_column, rollup_depth=rollup_depth, r=r,
+         include_original=include_original)
 
 
 def _tr_ta(problem):
@@ -313,13 +334,14 @@ def _tr_ta(problem):
         user_column: str = USER_COL,
         category_column: str = CAT_COL,
         rollup_depth: Optional[int] = ROLLUP,
+        include_original: bool = ORIGINAL,
     ) -> None:
         _run(problem, input_path, output=output, summary=summary, sensitive=None,
              taxonomy=taxonomy, distance=distance, privacy_distance=privacy_distance,
              target=target, quality_bound=quality_bound, privacy_threshold=privacy_threshold,
              method=method, forbid_unvisited=forbid_unvisited, user_column=user_column,
              category_column=category_column, rollup_depth=rollup_depth,
-             target_size=target_size)
+             target_size=target_size, include_original=include_original)
 
     cmd.__doc__ = ("TR: the histogram closest to the target within the quality bound (RO exact, "
                    "RH heuristic; gap to the Lagrangian bound reported)." if problem == "resemble"
