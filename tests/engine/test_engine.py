@@ -246,3 +246,41 @@ def test_visits_hide_task_matches_per_user_hide(tmp_path):
     with pytest.raises(DataError, match="not in the job's category domain"):
         run_job(Job(tmp_path / "c.parquet", tmp_path / "o3", "visits-hide",
                     params={"categories": cats[:4], "sensitive": ["d"]}, progress=False))
+
+
+def test_dask_survives_a_worker_killed_mid_job(tmp_path):
+    import threading
+
+    from distributed import Client, LocalCluster
+
+    inp = _checkins(tmp_path / "in.parquet")
+    run_job(_job(inp, tmp_path / "ref", task="test-slow-count", params={"sleep": 0.0},
+                 buckets=24))
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                           dashboard_address=None)
+    try:
+        client = Client(cluster)
+        errors = []
+
+        def run():
+            try:
+                run_job(_job(inp, tmp_path / "out", task="test-slow-count",
+                             params={"sleep": 0.4}, buckets=24, engine="dask", workers=2,
+                             scheduler=cluster.scheduler_address))
+            except Exception as exc:  # noqa: BLE001
+                errors.append(exc)
+
+        t = threading.Thread(target=run)
+        t.start()
+        deadline = time.time() + 60
+        while time.time() < deadline and len(list((tmp_path / "out").glob("part-*.json"))) < 3:
+            time.sleep(0.1)
+        pids = client.run(os.getpid)
+        victim = next(iter(pids.values()))
+        os.kill(victim, signal.SIGKILL)  # a worker dies with buckets in flight
+        t.join(timeout=180)
+        client.close()
+    finally:
+        cluster.close()
+    assert not t.is_alive() and not errors, errors
+    assert _rows(tmp_path / "out") == _rows(tmp_path / "ref")
