@@ -108,3 +108,22 @@ def test_bench_on_real_data_small(tmp_path, capsys):
     assert "Foursquare NYC" in out and "| 0.005 | 400 |" in out
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert run(["bench", "location", "--cells", "40"]) == 2
+
+
+def test_obfuscate_consistent_window(tmp_path):
+    f = tmp_path / "in.csv"
+    f.write_text("lat,lon,t\n45.0,7.0,0\n45.0,7.0,10\n45.0,7.0,4000\n46.0,7.0,10\n")
+    out, key = tmp_path / "out.csv", tmp_path / "key.bin"
+    args = ["location", "obfuscate", str(f), "--epsilon", "0.01", "-o", str(out),
+            "--consistent-window", "3600", "--time-column", "t", "--key-file", str(key)]
+    assert run(args) == 0
+    assert key.stat().st_size == 32 and (key.stat().st_mode & 0o777) == 0o600
+    import pandas as pd
+    a = pd.read_csv(out)
+    assert (a.iloc[0][["lat", "lon"]] == a.iloc[1][["lat", "lon"]]).all()   # same window
+    assert not (a.iloc[0][["lat", "lon"]] == a.iloc[2][["lat", "lon"]]).all()
+    out2 = tmp_path / "out2.csv"
+    assert run(args[:6] + [str(out2)] + args[7:]) == 0                          # same key reused
+    assert pd.read_csv(out2)[["lat", "lon"]].equals(a[["lat", "lon"]])
+    assert run(["location", "obfuscate", str(f), "--epsilon", "0.01", "-o",
+                str(tmp_path / "x.csv"), "--consistent-window", "60"]) == 2

@@ -98,6 +98,15 @@ def obfuscate(
     region: Optional[str] = typer.Option(
         None, "--region", help="Public region for --grid-step: LAT_MIN,LON_MIN,LAT_MAX,LON_MAX "
                                "or a .json file (box, polygon or disc)."),
+    window_s: Optional[float] = typer.Option(
+        None, "--consistent-window",
+        help="Averaging defence: the same point within the same window of this many seconds "
+             "always gets the same report (needs --time-column and --key-file)."),
+    time_column: Optional[str] = typer.Option(
+        None, "--time-column", help="Column of times in seconds (for --consistent-window)."),
+    key_file: Optional[Path] = typer.Option(
+        None, "--key-file", help="Secret key for --consistent-window (created with 32 random "
+                                 "bytes if missing; keep it private, reuse it across runs)."),
     fmt: Optional[str] = OUTPUT_FORMAT,
     input_format: Optional[str] = INPUT_FORMAT,
     delimiter: Optional[str] = DELIMITER,
@@ -131,11 +140,27 @@ def obfuscate(
     reg = proj = None
     if region is not None:
         reg, proj = parse_region(region)
-    table = read_input(input, columns={lat: "lat", lon: "lon"}, input_format=input_format,
+    consistent = window_s is not None
+    if consistent and (time_column is None or key_file is None):
+        raise ParameterError("--consistent-window needs --time-column and --key-file")
+    if not consistent and (time_column is not None or key_file is not None):
+        raise ParameterError("--time-column and --key-file only apply with --consistent-window")
+    if consistent and grid_step is not None:
+        raise ParameterError("--consistent-window cannot be combined with --grid-step")
+    cols = {lat: "lat", lon: "lon"}
+    if consistent:
+        cols[time_column] = "float"
+    table = read_input(input, columns=cols, input_format=input_format,
                        delimiter=delimiter, keep_others=True)
     pts = np.column_stack((table.column(lat).to_numpy(), table.column(lon).to_numpy()))
     rng = make_rng(seed=seed)
-    if grid_step is None:
+    if consistent:
+        from ..geo.geoind import ConsistentObfuscator
+
+        key = _load_or_create_key(key_file)
+        ob = ConsistentObfuscator(epsilon=eps, window_s=window_s, key=key)
+        rel = ob.obfuscate(pts, t=table.column(time_column).to_numpy())
+    elif grid_step is None:
         rel = planar_laplace(pts, epsilon=eps, rng=rng)
     else:
         rel = discretized_planar_laplace(pts, epsilon=eps, grid_step=grid_step, region=reg,
@@ -150,6 +175,28 @@ def obfuscate(
                                           "lat_column": lat, "lon_column": lon})
     data, meta = write_output(rel, out, out_fmt)
     echo_release(rel, data, meta)
+
+
+def _load_or_create_key(path: Path) -> bytes:
+    """Read a secret key file, or create one with 32 random bytes (mode 0600)."""
+    import os
+
+    from ..errors import ParameterError
+
+    p = Path(path)
+    if p.exists():
+        key = p.read_bytes()
+        if len(key) < 16:
+            raise ParameterError(f"--key-file {str(p)!r} holds {len(key)} bytes; need >= 16")
+        return key
+    if not p.parent.exists():
+        raise ParameterError(f"--key-file: folder {str(p.parent)!r} does not exist")
+    key = os.urandom(32)
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(key)
+    typer.echo(f"created a new secret key in {p} (keep it private; reuse it)", err=True)
+    return key
 
 
 @app.command("noise")
