@@ -54,8 +54,10 @@ _FLOAT_NOTE = ("float64 sampler: the output is a real-valued draw rounded to flo
 
 
 def _as_points(points: Any, name: str = "points") -> tuple[np.ndarray, np.ndarray]:
-    a = np.asarray(points, dtype=np.float64) if not isinstance(points, np.ndarray) else points
-    a = np.asarray(a, dtype=np.float64)
+    try:
+        a = np.asarray(points, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(f"{name} must be numeric [lat, lon] pairs: {exc}") from None
     if a.ndim == 1 and a.shape[0] == 2:
         a = a.reshape(1, 2)
     if a.ndim != 2 or a.shape[1] != 2:
@@ -141,9 +143,11 @@ def planar_laplace_xy(xy: Any, *, epsilon: float, rng: np.random.Generator | Non
     (1, 2)
     """
     eps = check_epsilon(epsilon, "epsilon")
-    a = np.asarray(xy, dtype=np.float64).reshape(-1, 2) if np.ndim(xy) else None
-    if a is None or not np.isfinite(a).all():
-        raise ParameterError("xy must be a finite (n, 2) array of metres")
+    a = np.asarray(xy, dtype=np.float64)
+    if a.ndim == 1 and a.shape[0] == 2:
+        a = a.reshape(1, 2)
+    if a.ndim != 2 or a.shape[1] != 2 or not np.isfinite(a).all():
+        raise ParameterError(f"xy must be a finite (n, 2) array of metres, got shape {a.shape}")
     rng = make_rng(rng)
     dx, dy = _noise(eps, len(a), rng)
     return Release(a + np.column_stack((dx, dy)), "planar-laplace", GeoDP(eps),
@@ -244,9 +248,11 @@ def discretized_planar_laplace_xy(xy: Any, *, epsilon: float, grid_step: float, 
     step = check_positive(grid_step, "grid_step")
     if not isinstance(region, Region):
         raise ParameterError(f"region must be a Region (metres in the projection plane), got {region!r}")
-    a = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
-    if not np.isfinite(a).all():
-        raise ParameterError("xy must be finite")
+    a = np.asarray(xy, dtype=np.float64)
+    if a.ndim == 1 and a.shape[0] == 2:
+        a = a.reshape(1, 2)
+    if a.ndim != 2 or a.shape[1] != 2 or not np.isfinite(a).all():
+        raise ParameterError(f"xy must be a finite (n, 2) array of metres, got shape {a.shape}")
     eps_prime = discretization_epsilon(eps, step, region.diameter)
     xmin, ymin, xmax, ymax = region.bounds
     n_cells = math.ceil((xmax - xmin) / step) * math.ceil((ymax - ymin) / step)
