@@ -2,7 +2,6 @@
 
 import json
 
-import numpy as np
 import pyarrow.parquet as pq
 import pytest
 

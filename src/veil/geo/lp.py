@@ -18,7 +18,6 @@ scales badly (see ``benchmarks/geo.py``).
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
