@@ -61,13 +61,13 @@ def test_area_and_cone_measure_of_rectangle():
 def test_isotropic_transform_gives_identity_covariance():
     k = sensitivity_hull([[0, 0], [5, 0], [0, 1], [2, 3]])
     t = k.isotropic_transform()
-    u = k.sample_uniform(200_000, make_rng(seed=3))
+    u = k.sample_uniform(50_000, make_rng(seed=3))
     cov = np.cov((u @ t.T).T)
-    np.testing.assert_allclose(cov, np.eye(2), atol=0.02)
+    np.testing.assert_allclose(cov, np.eye(2), atol=0.04)
     mean, cov_exact = k.second_moment()
     np.testing.assert_allclose(mean, 0, atol=1e-12)
     # brute force: midpoint rule on a fine grid restricted to the polygon
-    g = np.linspace(-8, 8, 1601)
+    g = np.linspace(-8, 8, 1201)
     mid = 0.5 * (g[1:] + g[:-1])
     gx, gy = np.meshgrid(mid, mid)
     p = np.column_stack((gx.ravel(), gy.ravel()))
