@@ -90,10 +90,15 @@ class ReleaseStepper:
         Public initial distribution ``p_1^-`` (default: uniform over all cells).
     keep_likelihoods : bool
         Also return each step's log-likelihood vector (for audits/tests).
+    resolution_m : float, default 1.0
+        Released points are rounded to this public lattice (metres; 0 disables), so the
+        low-order bits of the float64 sample are not published (post-processing; it
+        reduces, but does not formally remove, floating-point leakage).
     """
 
     def __init__(self, *, model: MarkovModel, epsilon: float, delta: float,
-                 mechanism: str = "pim", initial: Any = None, keep_likelihoods: bool = False):
+                 mechanism: str = "pim", initial: Any = None, keep_likelihoods: bool = False,
+                 resolution_m: float = 1.0):
         if not isinstance(model, MarkovModel):
             raise ParameterError(f"model must be a MarkovModel, got {type(model).__name__}")
         self.model = model
@@ -112,6 +117,10 @@ class ReleaseStepper:
                                      " positive sum")
             p0 = p0 / p0.sum()
         self.initial = p0
+        res = float(resolution_m)
+        if not (res >= 0 and np.isfinite(res)):
+            raise ParameterError(f"resolution_m must be a finite number >= 0, got {resolution_m!r}")
+        self.resolution = res
         self.centers = model.grid.centers_m
         self.keep_likelihoods = keep_likelihoods
         self.reset()
@@ -136,6 +145,8 @@ class ReleaseStepper:
             used = int(true_cell)
         hull = self.mech.noise_hull(pts, validate=False)
         z = self.centers[used] + self.mech.noise(hull, 1, rng)[0]
+        if self.resolution > 0:
+            z = np.round(z / self.resolution) * self.resolution
         # likelihood of z for every possible cell: the mechanism's density around the
         # cell itself (cells of the set) or around its surrogate (other cells)
         support = np.flatnonzero(prior > 0)
@@ -156,7 +167,8 @@ class ReleaseStepper:
 def release_trajectory(cells: Any, *, model: MarkovModel, epsilon: float, delta: float,
                        mechanism: str = "pim", initial: Any = None,
                        rng: np.random.Generator | None = None, keep_posteriors: bool = False,
-                       keep_likelihoods: bool = False) -> TrajectoryRelease:
+                       keep_likelihoods: bool = False, resolution_m: float = 1.0
+                       ) -> TrajectoryRelease:
     """Release a trajectory of grid cells, one point per timestamp, by PIM or LM.
 
     Why it is private: at each timestamp the released point is ``epsilon``-DP among
@@ -182,6 +194,8 @@ def release_trajectory(cells: Any, *, model: MarkovModel, epsilon: float, delta:
     rng : numpy.random.Generator, optional
     keep_posteriors : bool
         Keep the (T, m) posterior matrix.
+    resolution_m : float, default 1.0
+        Released points are rounded to this lattice in the metric plane (0: no rounding).
 
     Returns
     -------
@@ -198,7 +212,8 @@ def release_trajectory(cells: Any, *, model: MarkovModel, epsilon: float, delta:
     ((4, 2), 'pim')
     """
     stepper = ReleaseStepper(model=model, epsilon=epsilon, delta=delta, mechanism=mechanism,
-                             initial=initial, keep_likelihoods=keep_likelihoods)
+                             initial=initial, keep_likelihoods=keep_likelihoods,
+                             resolution_m=resolution_m)
     c = np.asarray(cells)
     if c.ndim != 1 or c.size == 0 or not np.issubdtype(c.dtype, np.integer):
         raise ParameterError(f"cells must be a non-empty 1-d integer array, got dtype {c.dtype} "
@@ -241,6 +256,7 @@ def release_trajectory(cells: Any, *, model: MarkovModel, epsilon: float, delta:
         parameters={"epsilon_per_step": epsilon, "delta": delta, "mechanism":
                     stepper.mechanism_name, "n_steps": t_len, "grid": model.grid.to_dict(),
                     "initial": "uniform" if initial is None else "given",
+                    "resolution_m": stepper.resolution,
                     "median_set_size": float(np.median(sizes)),
                     "n_degenerate": int(sum(bool(d) for d in degen))},
         budget_split={f"step_{i}": epsilon for i in range(min(t_len, 3))}
