@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from veil.errors import DataError, ParameterError
-from veil.geo.temporal import (MECHANISMS, MarkovModel, TemporalGrid, brute_force_filter,
+from veil.geo.temporal import (MECHANISMS, MarkovModel, TemporalGrid, brute_force_filter, grid_surrogates,
                                delta_location_set, forward_filter, release_trajectory)
 from veil.random import make_rng
 
@@ -42,9 +42,9 @@ def _adversary(z_m, model, eps, delta, mechanism, initial):
         dset = delta_location_set(prior, delta)
         hull = mech.noise_hull(c[dset])
         # density of z if the user were in cell j: around j itself or around its surrogate
-        d2 = ((c[:, None, :] - c[dset][None]) ** 2).sum(axis=2)
-        sur = dset[np.argmax(d2 <= d2.min(axis=1, keepdims=True) * (1 + 1e-9), axis=1)]
-        sur[dset] = dset
+        in_set = np.zeros(len(c), bool)
+        in_set[dset] = True
+        sur = grid_surrogates(model.grid, in_set)  # the public surrogate rule (tested below)
         ll = -eps * hull.norm(z - c[sur])
         post = prior * np.exp(ll - ll.max())
         post /= post.sum()
@@ -122,3 +122,18 @@ def test_bad_input(kw, exc, match):
     cells = args.pop("cells")
     with pytest.raises(exc, match=match):
         release_trajectory(cells, **args)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_grid_surrogates_are_nearest_cells(seed):
+    rng = make_rng(seed=seed)
+    g = TemporalGrid(lon_min=116.0, lat_min=39.0, lon_max=116.1, lat_max=39.03,
+                     nx=int(rng.integers(1, 12)), ny=int(rng.integers(1, 12)))
+    in_set = rng.random(g.n_cells) < rng.uniform(0.02, 0.6)
+    in_set[rng.integers(g.n_cells)] = True
+    sur = grid_surrogates(g, in_set)
+    c = g.centers_m
+    assert in_set[sur].all()
+    np.testing.assert_array_equal(sur[in_set], np.flatnonzero(in_set))
+    d2 = ((c[:, None] - c[in_set][None]) ** 2).sum(axis=2).min(axis=1)
+    np.testing.assert_allclose(((c - c[sur]) ** 2).sum(axis=1), d2, rtol=1e-9, atol=1e-6)

@@ -24,7 +24,7 @@ from ...errors import DataError, ParameterError
 from ...random import make_rng
 from ...release import Release
 from ...validation import check_choice, check_delta, check_epsilon, check_finite_array
-from .hmm import delta_location_set, nearest_in_set, posterior_update
+from .hmm import delta_location_set, grid_surrogates, posterior_update
 from .knorm import MECHANISMS
 from .markov import MarkovModel
 
@@ -138,11 +138,10 @@ class ReleaseStepper:
         pts = self.centers[dset]
         in_set = np.zeros(prior.size, dtype=bool)
         in_set[dset] = True
+        # one public surrogate map per step: used for the true cell AND the likelihood
+        sur = grid_surrogates(self.model.grid, in_set)
         drift = not in_set[true_cell]
-        if drift:
-            used = int(dset[nearest_in_set(self.centers[true_cell], pts)[0]])
-        else:
-            used = int(true_cell)
+        used = int(sur[true_cell])
         hull = self.mech.noise_hull(pts, validate=False)
         z = self.centers[used] + self.mech.noise(hull, 1, rng)[0]
         if self.resolution > 0:
@@ -150,12 +149,10 @@ class ReleaseStepper:
         # likelihood of z for every possible cell: the mechanism's density around the
         # cell itself (cells of the set) or around its surrogate (other cells)
         support = np.flatnonzero(prior > 0)
+        ll_cells = np.full(prior.size, -np.inf)
+        ll_cells[dset] = -self.epsilon * hull.norm(z - pts)
         ll = np.full(prior.size, -np.inf)
-        ll_set = -self.epsilon * hull.norm(z - pts)
-        ll[dset] = ll_set
-        out = support[~in_set[support]]
-        if out.size:
-            ll[out] = ll_set[nearest_in_set(self.centers[out], pts)]
+        ll[support] = ll_cells[sur[support]]
         post = posterior_update(prior, ll)
         self.posterior = post
         return {"z": z, "drift": drift, "used": used, "set_size": dset.size,
