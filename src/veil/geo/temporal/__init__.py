@@ -15,7 +15,8 @@ Main entry points: :class:`TemporalGrid` / :func:`beijing_grid`, :class:`MarkovM
 
 from .geolife import GeoLifeTrajectory, downsample, load_geolife, read_plt, to_cells
 from .grid import BEIJING_4TH_RING, TemporalGrid, beijing_grid
-from .hmm import (brute_force_filter, delta_location_set, forward_filter, nearest_in_set,
+from .hmm import (brute_force_filter, delta_location_set, forward_filter, grid_surrogates,
+                  nearest_in_set,
                   posterior_update)
 from .knorm import (MECHANISMS, L1LaplaceMechanism, PlanarIsotropicMechanism, SensitivityHull,
                     knorm_noise, sensitivity_hull)
@@ -26,7 +27,8 @@ from .release import ReleaseStepper, TrajectoryRelease, release_trajectory
 __all__ = [
     "BEIJING_4TH_RING", "TemporalGrid", "beijing_grid",
     "MarkovModel", "transition_counts",
-    "delta_location_set", "nearest_in_set", "posterior_update", "forward_filter",
+    "delta_location_set", "nearest_in_set", "grid_surrogates", "posterior_update",
+    "forward_filter",
     "brute_force_filter",
     "SensitivityHull", "sensitivity_hull", "knorm_noise", "PlanarIsotropicMechanism",
     "L1LaplaceMechanism", "MECHANISMS",
