@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Iterator
 
 import numpy as np
-import pandas as pd
 
 from ...errors import DataError
 from .grid import TemporalGrid
@@ -38,6 +37,8 @@ class GeoLifeTrajectory:
 
 def read_plt(path: str | Path) -> GeoLifeTrajectory:
     """Read one ``.plt`` file (DataError with the file and row on malformed content)."""
+    import pandas as pd
+
     path = Path(path)
     try:
         df = pd.read_csv(path, skiprows=6, header=None, usecols=[0, 1, 4],

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ...errors import DataError, ParameterError
 from ...validation import check_choice
@@ -34,6 +33,8 @@ class PointTrack:
 
 def read_track(path: str | Path) -> PointTrack:
     """Read a ``.plt`` file or a CSV with a header containing ``time``, ``lat``, ``lon``."""
+    import pandas as pd
+
     path = Path(path)
     if not path.is_file():
         raise DataError(f"input file {path} does not exist", path=str(path))
@@ -116,6 +117,8 @@ def write_atomic(path: str | Path, text: str) -> Path:
 
 def released_table(t: np.ndarray, lonlat: np.ndarray, set_sizes: np.ndarray, fmt: str) -> str:
     """The published file: time, released lon/lat, and the (public) delta-set size."""
+    import pandas as pd
+
     df = pd.DataFrame({"time": t, "lon": lonlat[:, 0], "lat": lonlat[:, 1],
                        "set_size": set_sizes})
     if fmt == "csv":
