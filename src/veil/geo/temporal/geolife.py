@@ -44,7 +44,7 @@ def read_plt(path: str | Path) -> GeoLifeTrajectory:
         df = pd.read_csv(path, skiprows=6, header=None, usecols=[0, 1, 4],
                          names=["lat", "lon", "days"], dtype=np.float64)
     except (ValueError, pd.errors.ParserError) as exc:
-        raise DataError(f"cannot parse GeoLife file {path}: {exc}", path=str(path)) from None
+        raise DataError(f"cannot parse this GeoLife file: {exc}", path=str(path)) from None
     user = path.parent.parent.name if path.parent.name.lower() == "trajectory" else ""
     return GeoLifeTrajectory(user=user, name=path.stem, t=df["days"].to_numpy() * _DAY_S,
                              lon=df["lon"].to_numpy(), lat=df["lat"].to_numpy())

@@ -44,11 +44,11 @@ def read_track(path: str | Path) -> PointTrack:
     try:
         df = pd.read_csv(path)
     except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise DataError(f"cannot parse {path}: {exc}", path=str(path)) from None
+        raise DataError(f"cannot parse: {exc}", path=str(path)) from None
     cols = {c.strip().lower(): c for c in df.columns}
     missing = [c for c in ("time", "lat", "lon") if c not in cols]
     if missing:
-        raise DataError(f"{path}: missing column(s) {missing}; need a header with time, lat, "
+        raise DataError(f"missing column(s) {missing}; need a header with time, lat, "
                         f"lon (got {list(df.columns)})", path=str(path), column=missing[0])
     out = {}
     for c in ("time", "lat", "lon"):
@@ -56,7 +56,7 @@ def read_track(path: str | Path) -> PointTrack:
         bad = v.isna() & df[cols[c]].notna()
         if bad.any():
             row = int(np.flatnonzero(bad.to_numpy())[0])
-            raise DataError(f"{path}: column {c!r} row {row + 1} is not a number: "
+            raise DataError(f"column {c!r} row {row + 1} is not a number: "
                             f"{df[cols[c]].iloc[row]!r}", path=str(path), row=row + 1, column=c)
         out[c] = v.to_numpy(dtype=np.float64)
     return PointTrack(out["time"], out["lat"], out["lon"], str(path))
@@ -73,14 +73,14 @@ def clean_track(track: PointTrack, grid: TemporalGrid, *, on_invalid: str = "err
     on_invalid = check_choice(on_invalid, "on_invalid", ON_INVALID)
     n = track.t.size
     if n == 0:
-        raise DataError(f"{track.path}: no points", path=track.path)
+        raise DataError("no points", path=track.path)
     if np.isnan(track.t).any():
         row = int(np.flatnonzero(np.isnan(track.t))[0])
-        raise DataError(f"{track.path}: missing time at row {row + 1}", path=track.path,
+        raise DataError(f"missing time at row {row + 1}", path=track.path,
                         row=row + 1, column="time")
     dec = np.flatnonzero(np.diff(track.t) < 0)
     if dec.size:
-        raise DataError(f"{track.path}: timestamps are not sorted (row {dec[0] + 2} is earlier "
+        raise DataError(f"timestamps are not sorted (row {dec[0] + 2} is earlier "
                         f"than row {dec[0] + 1}); sort the file by time", path=track.path,
                         row=int(dec[0] + 2), column="time")
     cells = grid.cell_of(track.lon, track.lat)
@@ -90,12 +90,12 @@ def clean_track(track: PointTrack, grid: TemporalGrid, *, on_invalid: str = "err
         what = ("NaN coordinate" if np.isnan(track.lat[row]) or np.isnan(track.lon[row])
                 else "a point outside the grid region")
         if on_invalid == "error":
-            raise DataError(f"{track.path}: {int(bad.sum())} invalid point(s), first at row "
+            raise DataError(f"{int(bad.sum())} invalid point(s), first at row "
                             f"{row + 1} ({what}: lat={track.lat[row]}, lon={track.lon[row]}); "
                             f"use --on-invalid drop to drop them", path=track.path, row=row + 1)
     keep = ~bad
     if not keep.any():
-        raise DataError(f"{track.path}: every point is invalid (NaN or outside the grid "
+        raise DataError(f"every point is invalid (NaN or outside the grid "
                         f"{grid.to_dict()})", path=track.path)
     return track.t[keep], cells[keep], int(bad.sum())
 
@@ -119,7 +119,7 @@ def released_table(t: np.ndarray, lonlat: np.ndarray, set_sizes: np.ndarray, fmt
     """The published file: time, released lon/lat, and the (public) delta-set size."""
     import pandas as pd
 
-    df = pd.DataFrame({"time": t, "lon": lonlat[:, 0], "lat": lonlat[:, 1],
+    df = pd.DataFrame({"time": np.round(t, 3), "lon": lonlat[:, 0], "lat": lonlat[:, 1],
                        "set_size": set_sizes})
     if fmt == "csv":
         return df.to_csv(index=False, float_format="%.7f")

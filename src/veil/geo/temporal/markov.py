@@ -197,7 +197,7 @@ class MarkovModel:
         try:
             with np.load(path, allow_pickle=False) as z:
                 if "format" not in z or str(z["format"]) != "veil.markov.v1":
-                    raise DataError(f"{path} is not a veil Markov model (.npz from "
+                    raise DataError(f"not a veil Markov model (.npz from "
                                     "`veil trajectory model`)", path=str(path))
                 grid = TemporalGrid.from_dict(json.loads(str(z["grid"])))
                 n = grid.n_cells
@@ -206,7 +206,7 @@ class MarkovModel:
         except (OSError, ValueError, KeyError) as exc:
             if isinstance(exc, DataError):
                 raise
-            raise DataError(f"cannot read model {path}: {exc}", path=str(path)) from None
+            raise DataError(f"cannot read the model: {exc}", path=str(path)) from None
         return cls(grid=grid, matrix=m, meta=meta)
 
     def __repr__(self) -> str:

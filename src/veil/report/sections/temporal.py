@@ -99,11 +99,16 @@ def build(ctx: DemoContext) -> Section:
         ax.plot(c[truth, 0], c[truth, 1], "-", color="k", lw=1.2, label="true (cell centres)")
         ax.plot(z[:, 0], z[:, 1], ".", color=col, ms=4, alpha=0.7, label=f"released ({m.upper()})")
         ax.set_title(f"{m.upper()}: eps={eps}, delta={delta}")
+        lo, hi = c.min(axis=0), c.max(axis=0)
+        span = hi - lo
+        ax.set_xlim(lo[0] - span[0], hi[0] + span[0])
+        ax.set_ylim(lo[1] - span[1], hi[1] + span[1])
         ax.set_xlabel("x (km)")
         ax.legend(fontsize=7, loc="upper right")
     axes[0].set_ylabel("y (km)")
     f1 = figure_from_matplotlib(fig, "A trajectory and its released points",
-                                "One release of the same synthetic trajectory by each mechanism.")
+                                "One release of the same synthetic trajectory by each mechanism "
+                                "(view: the grid box +/- its size; farther points not shown).")
 
     t = np.arange(steps)
     fig, ax = plt.subplots(figsize=(8, 3.4))
