@@ -112,3 +112,11 @@ def test_missing_column(tmp_path, model_path, capsys):
     code = _run(["trajectory", "release", p, "-e", 1, "-d", 0.1, "--model", model_path,
                  "-o", tmp_path / "o.csv"])
     assert code == 2 and "lon" in capsys.readouterr().err
+
+
+def test_bench_command_small(capsys):
+    code = _run(["bench", "temporal", "--steps", "20", "--reps", "1", "--max-trajectories", "1",
+                 "--seed", "1"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "pim" in out and "lm" in out and "mean_error_m" in out
