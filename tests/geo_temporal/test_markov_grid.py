@@ -108,3 +108,16 @@ def test_read_plt_bad_file(tmp_path):
     p.write_text("h\n" * 6 + "39.9,116.3,0,10,abc,2008-10-23,02:53:04\n")
     with pytest.raises(DataError, match="x.plt"):
         read_plt(p)
+
+
+def test_cell_order_matches_the_beijing_fixture():
+    """locQuery.txt (PIM demo fixture) maps state k to (x, y) = (k % 50, k // 50): row-major
+    from the south-west, as our cell numbering."""
+    q = np.loadtxt(shared_data_path("geolife", "beijing_grid", "locQuery.txt"), dtype=np.int64)
+    assert q.shape == (2, 2500)
+    g = beijing_grid(50)
+    lonlat = g.to_lonlat(g.centers_m)
+    col = np.floor((lonlat[:, 0] - g.lon_min) / (g.lon_max - g.lon_min) * 50).astype(int)
+    row = np.floor((lonlat[:, 1] - g.lat_min) / (g.lat_max - g.lat_min) * 50).astype(int)
+    np.testing.assert_array_equal(col, q[0])
+    np.testing.assert_array_equal(row, q[1])

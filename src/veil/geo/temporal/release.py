@@ -256,8 +256,7 @@ def release_trajectory(cells: Any, *, model: MarkovModel, epsilon: float, delta:
                     "resolution_m": stepper.resolution,
                     "median_set_size": float(np.median(sizes)),
                     "n_degenerate": int(sum(bool(d) for d in degen))},
-        budget_split={f"step_{i}": epsilon for i in range(min(t_len, 3))}
-        | ({"...": epsilon} if t_len > 3 else {}),
+        budget_split={f"each of {t_len} timestamps": epsilon},
         noise_scale=float(np.median(scales)),
         expected_error={"mean_norm_K_per_step": 2.0 / epsilon},
         notes=(f"each step is {epsilon}-DP among the cells of its delta-location set "
