@@ -145,7 +145,7 @@ def forward_filter(initial: Any, matrix: Any, log_likelihoods: Any) -> tuple[np.
     >>> M = np.array([[0.9, 0.1], [0.2, 0.8]])
     >>> pri, post = forward_filter([0.5, 0.5], M, np.log([[0.8, 0.2], [0.3, 0.7]]))
     >>> post[-1].round(4).tolist()
-    [0.4981, 0.5019]
+    [0.5758, 0.4242]
     """
     p = check_finite_array(initial, "initial", ndim=1)
     ll = np.asarray(log_likelihoods, dtype=np.float64)

@@ -206,7 +206,7 @@ def release_trajectory(cells: Any, *, model: MarkovModel, epsilon: float, delta:
     >>> r = release_trajectory([0, 1, 2, 7], model=m, epsilon=1.0, delta=0.05,
     ...                        rng=make_rng(seed=0))
     >>> r.released_m.shape, r.release.mechanism
-    ((4, 2), 'pim')
+    ((4, 2), 'pim-temporal')
     """
     stepper = ReleaseStepper(model=model, epsilon=epsilon, delta=delta, mechanism=mechanism,
                              initial=initial, keep_likelihoods=keep_likelihoods,
