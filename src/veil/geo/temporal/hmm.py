@@ -50,7 +50,7 @@ def delta_location_set(prior: Any, delta: float, *, validate: bool = True) -> np
         p = prior
     support = np.flatnonzero(p > 0)
     ps = p[support]
-    order = support[np.lexsort((support, -ps))]
+    order = support[np.argsort(-ps, kind="stable")]  # support ascending: ties by index
     cum = np.cumsum(p[order])
     total = cum[-1]
     k = int(np.searchsorted(cum, (1.0 - delta) * total * (1 - 1e-12), side="left")) + 1
