@@ -131,10 +131,52 @@ def part3(args):
     show(rows)
 
 
+def part4(args, model, tests, grid):
+    """Plots like the paper's: one trajectory with released points; error against eps."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(args.plots)
+    out.mkdir(parents=True, exist_ok=True)
+    cells = tests[0][1][:args.steps]
+    p0 = np.zeros(model.n_cells)
+    p0[cells[0]] = 1.0
+    c = grid.centers_m / 1000
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.5), sharex=True, sharey=True)
+    for ax, mech, col in zip(axes, ("pim", "lm"), ("#1f77b4", "#d62728")):
+        r = release_trajectory(cells, model=model, epsilon=1.0, delta=0.01, mechanism=mech,
+                               initial=p0, rng=np.random.default_rng(0))
+        z = r.released_m / 1000
+        ax.plot(z[:, 0], z[:, 1], ".", ms=3, color=col, alpha=0.6, label=f"released ({mech})")
+        ax.plot(c[cells, 0], c[cells, 1], "-k", lw=1.5, label="true (cell centres)")
+        ax.set_xlim(c[:, 0].min(), c[:, 0].max())
+        ax.set_ylim(c[:, 1].min(), c[:, 1].max())
+        ax.set_title(f"{mech.upper()}, eps=1, delta=0.01: mean error {r.errors_m(grid).mean():.0f} m")
+        ax.legend(fontsize=7)
+    fig.savefig(out / "temporal_trajectory.png", dpi=110, bbox_inches="tight")
+    eps_list = [0.5, 1.0, 2.0, 4.0]
+    rows = run_geolife_experiment(epsilons=eps_list, deltas=[0.01], steps=args.steps, reps=1,
+                                  max_trajectories=min(args.traj, 10), seed=5, initial="start")
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for mech, col in (("pim", "#1f77b4"), ("lm", "#d62728")):
+        ys = [r["mean_error_m"] for r in rows if r["mechanism"] == mech]
+        ax.plot(eps_list, ys, "o-", color=col, label=mech.upper())
+    ax.set_xlabel("epsilon per timestamp")
+    ax.set_ylabel("mean distance error (m)")
+    ax.set_xscale("log")
+    ax.legend()
+    fig.savefig(out / "temporal_error_vs_eps.png", dpi=110, bbox_inches="tight")
+    print(f"\nplots written to {out}/temporal_trajectory.png and temporal_error_vs_eps.png")
+    show(rows)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--part", type=int, nargs="*", default=[1, 2, 3])
+    ap.add_argument("--part", type=int, nargs="*", default=[1, 2, 3],
+                    help="1 step timing, 2 100x500 timing, 3 PIM vs LM tables, 4 plots")
+    ap.add_argument("--plots", default="temporal-plots", help="folder for part 4's PNGs")
     args = ap.parse_args()
     args.steps = 100 if args.quick else 500
     args.traj = 4 if args.quick else 40
@@ -152,6 +194,8 @@ def main():
         part2(model, tests, n_traj=5 if args.quick else 100, steps=args.steps)
     if 3 in args.part:
         part3(args)
+    if 4 in args.part:
+        part4(args, model, tests, grid)
 
 
 if __name__ == "__main__":
