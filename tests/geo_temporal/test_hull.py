@@ -137,3 +137,26 @@ def test_mechanism_release_returns_release_and_validates():
         PlanarIsotropicMechanism(epsilon=0.0)
     with pytest.raises(ParameterError, match="pad"):
         PlanarIsotropicMechanism(epsilon=1.0, pad=(0.0, 1.0))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_minkowski_difference_body_equals_qhull_of_all_differences(seed):
+    from scipy.spatial import ConvexHull
+
+    from veil.geo.temporal.knorm import _ccw_hull, _difference_body
+
+    rng = make_rng(seed=seed)
+    for _ in range(200):
+        n = int(rng.integers(3, 25))
+        p = (rng.integers(0, 8, size=(n, 2)) * [330.3, 349.05] if seed % 2 == 0
+             else rng.normal(size=(n, 2)) * 1000)
+        try:
+            v = _ccw_hull(p.astype(float))
+        except Exception:  # flat sample
+            continue
+        d = (v[:, None] - v[None]).reshape(-1, 2)
+        ref = d[ConvexHull(d).vertices]
+        got = _difference_body(v)
+        assert SensitivityHull(got).area > 0  # counter-clockwise
+        assert len(got) == len(ref)
+        assert {tuple(x) for x in np.round(got, 6)} == {tuple(x) for x in np.round(ref, 6)}

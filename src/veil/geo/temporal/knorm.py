@@ -39,6 +39,27 @@ def _ccw_hull(points: np.ndarray) -> np.ndarray:
     return points[h.vertices]
 
 
+def _difference_body(v: np.ndarray) -> np.ndarray:
+    """Vertices (counter-clockwise) of ``Conv({v_i - v_j}) = P + (-P)`` for a convex polygon
+    ``P`` given by its counter-clockwise vertices: the Minkowski sum, by merging the edges
+    of ``P`` and ``-P`` in angle order (O(h log h), no qhull call)."""
+    e = np.roll(v, -1, axis=0) - v
+    edges = np.vstack((e, -e))
+    ang = np.mod(np.arctan2(edges[:, 1], edges[:, 0]), 2 * np.pi)
+    edges = edges[np.argsort(ang, kind="stable")]
+    # lowest (then leftmost) vertex of P and of -P
+    lo = np.lexsort((v[:, 0], v[:, 1]))[0]
+    hi = np.lexsort((-v[:, 0], -v[:, 1]))[0]
+    start = v[lo] - v[hi]
+    pts = start + np.vstack((np.zeros((1, 2)), np.cumsum(edges[:-1], axis=0)))
+    # drop vertices between two parallel edges (P's parallel sides meet -P's)
+    a = edges
+    b = np.roll(edges, 1, axis=0)
+    cross = a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
+    scale = np.einsum("ij,ij->i", a, a) + np.einsum("ij,ij->i", b, b)
+    return pts[np.abs(cross) > 1e-12 * scale]
+
+
 @dataclass(frozen=True)
 class SensitivityHull:
     """A convex polygon ``K`` with the origin in its interior, used as a norm ball.
@@ -159,6 +180,10 @@ class SensitivityHull:
         return SensitivityHull(self.vertices * float(factor), self.degenerate)
 
 
+def _signed_area(v: np.ndarray) -> float:
+    return 0.5 * float(np.dot(v[:, 0], np.roll(v[:, 1], -1)) - np.dot(np.roll(v[:, 0], -1), v[:, 1]))
+
+
 def _pad_box(pad: tuple[float, float]) -> np.ndarray:
     w, h = float(pad[0]), float(pad[1])
     return np.array([[w, h], [-w, h], [-w, -h], [w, -h]])
@@ -213,9 +238,11 @@ def sensitivity_hull(points: Any, *, pad: tuple[float, float] | None = None,
         raise ParameterError(f"points must have shape (n, 2), got {p.shape}")
     kind = _classify(p)
     if kind is None:
-        v = _ccw_hull(p) if p.shape[0] > 3 else p
-        diff = (v[:, None, :] - v[None, :, :]).reshape(-1, 2)
-        return SensitivityHull(_ccw_hull(diff))
+        if p.shape[0] > 3:
+            v = _ccw_hull(p)
+        else:  # a non-degenerate triangle: orient it counter-clockwise
+            v = p if _signed_area(p) > 0 else p[::-1]
+        return SensitivityHull(_difference_body(v))
     if pad is None or not (pad[0] > 0 and pad[1] > 0):
         raise ParameterError(f"the delta-location set is degenerate ({kind}); pass pad=(w, h) "
                              f"> 0 (the public cell size), got pad={pad!r}")
