@@ -81,6 +81,8 @@ def test_drop_invalid_points_counted(tmp_path, model_path):
     ("mech", ["-m", "gauss"], {}, "mechanism"),
     ("grid", ["--grid", "beijing:40"], {}, "grid"),
     ("invalid_policy", ["--on-invalid", "skip"], {}, "on-invalid"),
+    ("initial_bad", ["--initial-lonlat", "116.3"], {}, "initial-lonlat"),
+    ("initial_out", ["--initial-lonlat", "120.0,39.9"], {}, "outside the grid"),
 ])
 def test_bad_input_exit_2_no_output(tmp_path, model_path, capsys, case, args, edits, msg):
     out = tmp_path / "o.csv"
@@ -120,3 +122,15 @@ def test_bench_command_small(capsys):
     out = capsys.readouterr().out
     assert code == 0
     assert "pim" in out and "lm" in out and "mean_error_m" in out
+
+
+def test_public_initial_point_gives_small_sets(tmp_path, model_path):
+    src = _track(tmp_path / "t.csv")
+    g = beijing_grid(50)
+    lon, lat = g.to_lonlat(g.centers_m[[1275]])[0]
+    out = tmp_path / "o.csv"
+    assert _run(["trajectory", "release", src, "-e", 1, "-d", 0.01, "--model", model_path,
+                 "-o", out, "--initial-lonlat", f"{lon},{lat}", "--seed", 1]) == 0
+    assert pd.read_csv(out)["set_size"].iloc[0] == 1
+    meta = json.loads((tmp_path / "o.csv.json").read_text())
+    assert meta["parameters"]["initial"] == "given"

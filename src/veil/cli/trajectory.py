@@ -71,6 +71,10 @@ def release_cmd(
     fmt: str = typer.Option("csv", "--format", "-f", help="csv or json."),
     on_invalid: str = typer.Option("error", "--on-invalid", help="NaN or out-of-region points: "
                                    "'error' (default) or 'drop' (counted in the sidecar)."),
+    initial_lonlat: Optional[str] = typer.Option(
+        None, "--initial-lonlat", help="LON,LAT of a PUBLIC starting point (the first prior "
+        "is its cell). Default: uniform over the grid. Only pass a start the adversary may "
+        "know: it is not protected."),
     seed: Optional[int] = SEED,
 ) -> None:
     """Release one noisy location per fix: epsilon-DP per timestamp within the delta-set."""
@@ -93,10 +97,24 @@ def release_cmd(
         m.check_grid(TemporalGrid.parse(grid))
     track = read_track(input)
     t, cells, dropped = clean_track(track, m.grid, on_invalid=on_invalid)
+    p0 = None
+    if initial_lonlat is not None:
+        import numpy as np
+
+        try:
+            lon0, lat0 = (float(v) for v in initial_lonlat.split(","))
+        except ValueError:
+            raise ParameterError(f"--initial-lonlat must be LON,LAT, got {initial_lonlat!r}"
+                                 ) from None
+        c0 = int(m.grid.cell_of([lon0], [lat0])[0])
+        if c0 < 0:
+            raise ParameterError(f"--initial-lonlat {initial_lonlat!r} is outside the grid")
+        p0 = np.zeros(m.grid.n_cells)
+        p0[c0] = 1.0
     if dropped:
         typer.echo(f"dropped {dropped} invalid point(s) (NaN or outside the grid)", err=True)
     r = release_trajectory(cells, model=m, epsilon=epsilon, delta=delta, mechanism=mechanism,
-                           rng=make_rng(seed=seed) if seed is not None else None)
+                           initial=p0, rng=make_rng(seed=seed) if seed is not None else None)
     meta = r.release.metadata()
     meta["input"] = {"path": str(input), "n_points": int(track.t.size),
                      "n_dropped_invalid": dropped}
