@@ -33,7 +33,7 @@ import numpy as np
 
 from ...audit import AuditResult, Event, dp_ratio_audit, events_lr_levels
 from .knorm import (L1LaplaceMechanism, PlanarIsotropicMechanism, SensitivityHull,
-                    knorm_noise, sensitivity_hull)
+                    _l1_radius, knorm_noise, sensitivity_hull)
 
 __all__ = ["AUDIT_SETS", "audit_pim", "audit_lm", "PIM_CANARIES", "LM_CANARIES",
            "arc_length_noise", "gamma2_interior_noise", "gamma3_boundary_noise",
@@ -163,16 +163,23 @@ def audit_pim(set_name: str, *, noise: NoiseFn | None = None, hull_transform=Non
 
 def _lm_noise(scale_factor: float = 1.0) -> NoiseFn:
     def f(hull, eps, k, g):
-        s = float(hull.vertices[0, 0]) * scale_factor
+        s = _l1_radius(hull) * scale_factor
         return g.laplace(0.0, s / eps, size=(k, 2))
     return f
 
 
-def audit_lm(set_name: str, *, noise: NoiseFn | None = None, n: int = N,
+def audit_lm(set_name: str, *, noise: NoiseFn | None = None, sensitivity=None, n: int = N,
              seed: int = 8) -> AuditResult:
-    """DP ratio audit of LM (L1-ball K-norm mechanism) on one of :data:`AUDIT_SETS`."""
+    """DP ratio audit of LM (L1-ball K-norm mechanism) on one of :data:`AUDIT_SETS`.
+
+    ``sensitivity(points) -> S`` replaces the L1 diameter used for the noise (canaries);
+    the events and the claim always come from the correct L1 ball.
+    """
     pts, x, xp = AUDIT_SETS[set_name]
     hull = L1LaplaceMechanism(epsilon=EPS, pad=PAD).noise_hull(pts)
+    if sensitivity is not None:
+        s_wrong = float(sensitivity(pts))
+        noise = (lambda h, eps, k, g: g.laplace(0.0, s_wrong / eps, size=(k, 2)))
     return _run(hull, hull, noise or _lm_noise(), x, xp, eps=EPS, n=n, seed=seed)
 
 
@@ -185,10 +192,9 @@ def _missing_difference(hull: SensitivityHull, pts, x, xp) -> SensitivityHull:
     return SensitivityHull(w[ConvexHull(w).vertices])
 
 
-def _linf_noise(hull, eps, k, g):
-    """Broken LM: 'sensitivity' max(|dx|, |dy|) instead of the L1 diameter."""
-    s = float(hull.vertices[0, 0])
-    return g.laplace(0.0, 0.5 * s / eps, size=(k, 2))  # L-inf diameter of these sets = S/2
+def _linf_diameter(pts: np.ndarray) -> float:
+    """Broken LM 'sensitivity': the L-infinity diameter max(|dx|, |dy|) instead of L1."""
+    return float(np.abs(pts[:, None] - pts[None]).max())
 
 
 PIM_CANARIES = {
@@ -200,5 +206,5 @@ PIM_CANARIES = {
 
 LM_CANARIES = {
     "scale_halved": dict(noise=_lm_noise(0.5)),
-    "linf_sensitivity": dict(noise=_linf_noise),
+    "linf_sensitivity": dict(sensitivity=_linf_diameter),
 }

@@ -275,6 +275,11 @@ def knorm_noise(hull: SensitivityHull, epsilon: float, size: int,
     return r[:, None] * hull.sample_uniform(size, rng)
 
 
+def _l1_radius(hull: SensitivityHull) -> float:
+    """Largest L1 norm of a vertex (the L1 diameter S for an L1 ball)."""
+    return float(np.abs(hull.vertices).sum(axis=1).max())
+
+
 def _l1_hull(s: float) -> SensitivityHull:
     return SensitivityHull(np.array([[s, 0.0], [0.0, s], [-s, 0.0], [0.0, -s]]))
 
@@ -397,21 +402,18 @@ class L1LaplaceMechanism(_Mechanism):
 
     def noise_hull(self, points: np.ndarray, *, validate: bool = True) -> SensitivityHull:
         k = sensitivity_hull(points, pad=self.pad, validate=validate)
-        s = float(np.abs(k.vertices).sum(axis=1).max())
-        h = _l1_hull(s)
-        return SensitivityHull(h.vertices, k.degenerate)
+        return SensitivityHull(_l1_hull(_l1_radius(k)).vertices, k.degenerate)
 
     def noise(self, hull: SensitivityHull, size: int, rng: np.random.Generator) -> np.ndarray:
-        s = float(hull.vertices[0, 0])
-        return rng.laplace(0.0, s / self.epsilon, size=(size, 2))
+        return rng.laplace(0.0, _l1_radius(hull) / self.epsilon, size=(size, 2))
 
     def _params(self, hull: SensitivityHull, n: int) -> dict[str, Any]:
         d = super()._params(hull, n)
-        d["l1_sensitivity_m"] = float(hull.vertices[0, 0])
+        d["l1_sensitivity_m"] = _l1_radius(hull)
         return d
 
     def _scale(self, hull: SensitivityHull) -> float:
-        return float(hull.vertices[0, 0]) / self.epsilon
+        return _l1_radius(hull) / self.epsilon
 
 
 MECHANISMS = {"pim": PlanarIsotropicMechanism, "lm": L1LaplaceMechanism}
