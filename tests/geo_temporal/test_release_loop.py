@@ -137,3 +137,22 @@ def test_grid_surrogates_are_nearest_cells(seed):
     np.testing.assert_array_equal(sur[in_set], np.flatnonzero(in_set))
     d2 = ((c[:, None] - c[in_set][None]) ** 2).sum(axis=2).min(axis=1)
     np.testing.assert_allclose(((c - c[sur]) ** 2).sum(axis=1), d2, rtol=1e-9, atol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("mechanism", ["pim", "lm"])
+def test_row_extreme_prefilter_gives_the_same_hull(seed, mechanism):
+    """The loop builds the hull from each grid row's first and last cell of the set."""
+    from veil.geo.temporal import ReleaseStepper
+
+    model, _ = _model(0)
+    st = ReleaseStepper(model=model, epsilon=1.0, delta=0.1, mechanism=mechanism)
+    rng = make_rng(seed=seed)
+    for _ in range(20):
+        dset = rng.choice(G.n_cells, size=int(rng.integers(1, 20)), replace=False)
+        full = st.mech.noise_hull(G.centers_m[dset])
+        pre = st.mech.noise_hull(G.centers_m[st._hull_candidates(dset)])
+        assert full.degenerate == pre.degenerate
+        np.testing.assert_allclose(pre.area, full.area, rtol=1e-12)
+        assert {tuple(v) for v in np.round(pre.vertices, 6)} == \
+            {tuple(v) for v in np.round(full.vertices, 6)}
