@@ -160,3 +160,9 @@ def test_minkowski_difference_body_equals_qhull_of_all_differences(seed):
         assert SensitivityHull(got).area > 0  # counter-clockwise
         assert len(got) == len(ref)
         assert {tuple(x) for x in np.round(got, 6)} == {tuple(x) for x in np.round(ref, 6)}
+
+
+@pytest.mark.parametrize("pad", [(1.0,), (1.0, np.nan), (1.0, -1.0), (0.0, 1.0), "ab"])
+def test_bad_pad(pad):
+    with pytest.raises(ParameterError, match="pad"):
+        L1LaplaceMechanism(epsilon=1.0, pad=pad)

@@ -290,9 +290,10 @@ class _Mechanism:
     def __init__(self, *, epsilon: float, pad: tuple[float, float] | None = None):
         self.epsilon = check_epsilon(epsilon)
         if pad is not None:
-            pad = (float(check_finite_array(pad, "pad", ndim=1)[0]), float(pad[1]))
-            if not (pad[0] > 0 and pad[1] > 0):
-                raise ParameterError(f"pad must be two positive numbers, got {pad!r}")
+            arr = check_finite_array(pad, "pad", ndim=1)
+            if arr.shape != (2,) or not (arr > 0).all():
+                raise ParameterError(f"pad must be two positive numbers (w, h), got {pad!r}")
+            pad = (float(arr[0]), float(arr[1]))
         self.pad = pad
 
     def noise_hull(self, points: np.ndarray, *, validate: bool = True) -> SensitivityHull:
