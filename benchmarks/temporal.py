@@ -165,6 +165,7 @@ def part4(args, model, tests, grid):
     ax.set_xlabel("epsilon per timestamp")
     ax.set_ylabel("mean distance error (m)")
     ax.set_xscale("log")
+    ax.set_yscale("log")
     ax.legend()
     fig.savefig(out / "temporal_error_vs_eps.png", dpi=110, bbox_inches="tight")
     print(f"\nplots written to {out}/temporal_trajectory.png and temporal_error_vs_eps.png")
