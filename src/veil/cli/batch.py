@@ -1,0 +1,124 @@
+"""``veil batch``: per-user jobs at scale on the local engine or Dask."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from .common import SEED
+
+app = typer.Typer(no_args_is_help=True, help="Per-user batch jobs (local processes or Dask).")
+
+ENGINE = typer.Option("local", "--engine", help="local (process pool, default) or dask.")
+WORKERS = typer.Option(1, "--workers", "-w", help="Worker processes (or Dask workers).")
+RESUME = typer.Option(False, "--resume", help="Continue an interrupted run of the same job.")
+SCHEDULER = typer.Option(None, "--scheduler",
+                         help="Address of an existing Dask scheduler, e.g. tcp://host:8786.")
+SPEND = typer.Option(False, "--spend-again",
+                     help="Allow another release for users who already received one from this "
+                          "input: it spends the per-user budget again.")
+BUCKETS = typer.Option(None, "--buckets", help="Units of work (default: ~200k rows each).")
+LEDGER = typer.Option(None, "--ledger", help="Privacy ledger file (default $VEIL_LEDGER or "
+                                             "~/.local/share/veil/ledger.json).")
+USER = typer.Option("user", "--user-column", help="Column holding the user identifier.")
+OUT = typer.Option(..., "--output", "-o", help="Output folder (Parquet parts + manifest.json).")
+QUIET = typer.Option(False, "--quiet", help="No progress bar.")
+
+
+def _run(task: str, input: Path, output: Path, params: dict[str, Any], *, user_column: str,
+         columns: dict[str, str], engine: str, workers: int, resume: bool,
+         scheduler: Optional[str], spend_again: bool, buckets: Optional[int],
+         ledger: Optional[Path], seed: Optional[int], quiet: bool) -> None:
+    from ..engine import Job, run_job
+
+    res = run_job(Job(input, output, task, params=params, user_column=user_column,
+                      columns=columns, engine=engine, workers=workers, resume=resume,
+                      scheduler=scheduler, spend_again=spend_again, buckets=buckets,
+                      ledger=ledger, seed=seed, progress=not quiet))
+    typer.echo(f"{res.users:,} users, {res.rows_in:,} rows in, {res.rows_out:,} rows out, "
+               f"{res.buckets_run}/{res.buckets} buckets run, {res.seconds:.1f} s "
+               f"({res.users_per_second:,.0f} users/s); epsilon per user "
+               f"{res.epsilon_per_user:g}; output {res.output}")
+
+
+@app.command("counts")
+def counts(
+    input: Path = typer.Argument(..., help="Check-ins: CSV, Parquet (file or folder) or JSON."),
+    output: Path = OUT,
+    categories: str = typer.Option(..., "--categories",
+                                   help="Comma-separated public category list (never taken "
+                                        "from the data)."),
+    epsilon: float = typer.Option(..., "--epsilon", "-e", help="Per-user epsilon (> 0)."),
+    category_column: str = typer.Option("category", "--category-column"),
+    user_column: str = USER, engine: str = ENGINE, workers: int = WORKERS, resume: bool = RESUME,
+    scheduler: Optional[str] = SCHEDULER, spend_again: bool = SPEND,
+    buckets: Optional[int] = BUCKETS, ledger: Optional[Path] = LEDGER,
+    seed: Optional[int] = SEED, quiet: bool = QUIET,
+) -> None:
+    """Each user's category counts with exact discrete Laplace noise (event-level eps-DP)."""
+    cats = [c.strip() for c in categories.split(",") if c.strip()]
+    _run("count-noise", input, output, {"categories": cats, "epsilon": epsilon},
+         user_column=user_column, columns={"category": category_column}, engine=engine,
+         workers=workers, resume=resume, scheduler=scheduler, spend_again=spend_again,
+         buckets=buckets, ledger=ledger, seed=seed, quiet=quiet)
+
+
+def _names(value: str, option: str) -> list[str]:
+    """A comma-separated list, or @FILE with one name per line."""
+    from ..errors import ParameterError
+
+    if value.startswith("@"):
+        p = Path(value[1:])
+        if not p.is_file():
+            raise ParameterError(f"{option}: file {str(p)!r} not found")
+        names = [ln.strip() for ln in p.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    else:
+        names = [s.strip() for s in value.split(",") if s.strip()]
+    if not names:
+        raise ParameterError(f"{option} is empty")
+    return names
+
+
+@app.command("visits")
+def visits(
+    input: Path = typer.Argument(..., help="Check-ins (user, category[, time])."),
+    output: Path = OUT,
+    categories: str = typer.Option(..., "--categories",
+                                   help="The public category domain: a comma list or @FILE "
+                                        "(one per line). Never taken from the data."),
+    sensitive: str = typer.Option(..., "--sensitive",
+                                  help="Categories to hide (comma list or @FILE); with "
+                                       "--taxonomy, internal nodes hide every domain category "
+                                       "below them."),
+    taxonomy: Optional[str] = typer.Option(None, "--taxonomy",
+                                           help="'foursquare' or a JSON/CSV category tree."),
+    distance: str = typer.Option("js", "--distance", help="Quality distance: js, kl, l1, l2, "
+                                                          "chi2, hellinger."),
+    forbid_unvisited: bool = typer.Option(False, "--forbid-unvisited",
+                                          help="Never add visits to unvisited places."),
+    category_column: str = typer.Option("category", "--category-column"),
+    user_column: str = USER, engine: str = ENGINE, workers: int = WORKERS, resume: bool = RESUME,
+    scheduler: Optional[str] = SCHEDULER, buckets: Optional[int] = BUCKETS,
+    quiet: bool = QUIET,
+) -> None:
+    """Sensitive location hiding for every user (exact SLH; deterministic, spends no budget)."""
+    cats = _names(categories, "--categories")
+    sens = _names(sensitive, "--sensitive")
+    if taxonomy:
+        from ..visits.taxonomy import Taxonomy, foursquare_taxonomy
+
+        tree = foursquare_taxonomy() if taxonomy == "foursquare" else Taxonomy.load(taxonomy)
+        mask = tree.sensitive_mask(cats, sens)
+        sens = [c for c, m in zip(cats, mask) if m]
+        if not sens:
+            from ..errors import ParameterError
+
+            raise ParameterError("--sensitive selects no category of the --categories domain")
+    _run("visits-hide", input, output,
+         {"categories": cats, "sensitive": sens, "distance": distance,
+          "forbid_unvisited": forbid_unvisited},
+         user_column=user_column, columns={"category": category_column}, engine=engine,
+         workers=workers, resume=resume, scheduler=scheduler, spend_again=False,
+         buckets=buckets, ledger=None, seed=None, quiet=quiet)
