@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["grid", "markov", "hmm", "knorm", "metrics", "release"]
+MODULES = ["grid", "markov", "hmm", "knorm", "metrics", "release", "batch"]
 
 
 @pytest.mark.parametrize("name", MODULES)
