@@ -106,9 +106,18 @@ def build(ctx: DemoContext) -> Section:
         ax.set_xlabel("x (km)")
         ax.legend(fontsize=7, loc="upper right")
     axes[0].set_ylabel("y (km)")
-    f1 = figure_from_matplotlib(fig, "A trajectory and its released points",
-                                "One release of the same synthetic trajectory by each mechanism "
-                                "(view: the grid box +/- its size; farther points not shown).")
+    zp, zl = res["pim"][0].released_m / 1000, res["lm"][0].released_m / 1000
+    every = max(1, steps // 15)
+    pts = Table(columns=["timestamp", "true x (km)", "true y (km)", "PIM x", "PIM y", "LM x",
+                         "LM y"],
+                rows=[[int(i), *(round(float(v), 3) for v in (c[truth[i], 0], c[truth[i], 1],
+                                                               zp[i, 0], zp[i, 1], zl[i, 0],
+                                                               zl[i, 1]))]
+                      for i in range(0, steps, every)])
+    f1 = figure_from_matplotlib(
+        fig, "A trajectory and its released points", data=pts,
+        caption="One release of the same synthetic trajectory by each mechanism (view: the "
+                "grid box +/- its size; farther points not shown).")
 
     t = np.arange(steps)
     fig, ax = plt.subplots(figsize=(8, 3.4))
