@@ -20,6 +20,8 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -121,10 +123,27 @@ def main() -> None:
             tin = work / f"traj_{args.trajectories}_{args.steps}.parquet"
             if not tin.exists():
                 write_large_trajectories(tin, args.trajectories, steps=args.steps)
+            model_path = work / "beijing_model.npz"
+            if not model_path.exists():
+                # a public model: learned from a separate synthetic set (other seed), never
+                # from the trajectories being released
+                import duckdb
+
+                from veil.geo.temporal import MarkovModel
+                from veil.geo.temporal.grid import beijing_grid
+
+                train = work / "traj_train.parquet"
+                write_large_trajectories(train, 2_000, steps=args.steps, seed=12345)
+                tab = duckdb.sql(f"SELECT user, lon, lat FROM '{train}' ORDER BY user, t").fetchnumpy()
+                grid = beijing_grid(50)
+                cells = grid.cell_of(tab["lon"], tab["lat"])
+                cuts = np.flatnonzero(np.diff(tab["user"])) + 1
+                MarkovModel.from_trajectories(np.split(cells, cuts), grid=grid).save(model_path)
             tbase = {}
             for mech in ("pim", "lm"):
                 for engine, workers in configs:
-                    tparams = {"mechanism": mech, "epsilon": 1.0, "delta": 0.01}
+                    tparams = {"mechanism": mech, "epsilon": 1.0, "delta": 0.01,
+                               "model": str(model_path), "on_invalid": "drop"}
                     res, wall, peak = run_config("trajectories", tin,
                                                  work / f"tout-{mech}-{engine}-{workers}",
                                                  tparams, engine, workers)

@@ -284,3 +284,45 @@ def test_dask_survives_a_worker_killed_mid_job(tmp_path):
         cluster.close()
     assert not t.is_alive() and not errors, errors
     assert _rows(tmp_path / "out") == _rows(tmp_path / "ref")
+
+
+def test_trajectories_task_releases_every_point_once(tmp_path):
+    from veil.geo.temporal import MarkovModel, TemporalGrid
+
+    g = TemporalGrid(lon_min=116.30, lat_min=39.85, lon_max=116.45, lat_max=39.98, nx=10, ny=10)
+    rng = np.random.default_rng(0)
+    walks = []
+    for _ in range(30):
+        c = [int(rng.integers(0, 100))]
+        for _ in range(40):
+            x, y = c[-1] % 10, c[-1] // 10
+            x = int(np.clip(x + rng.integers(-1, 2), 0, 9))
+            y = int(np.clip(y + rng.integers(-1, 2), 0, 9))
+            c.append(y * 10 + x)
+        walks.append(c)
+    model = MarkovModel.from_trajectories(walks, grid=g)
+    model_path = tmp_path / "model.npz"
+    model.save(model_path)
+    lonlat = np.concatenate([g.to_lonlat(g.centers_m[w]) for w in walks[:12]])
+    users = np.repeat(np.arange(12), 41)
+    t = np.tile(np.arange(41) * 60, 12)
+    order = rng.permutation(users.size)  # the engine sorts by user and time itself
+    pq.write_table(pa.table({"user": users[order], "t": t[order], "lon": lonlat[order, 0],
+                             "lat": lonlat[order, 1]}), tmp_path / "traj.parquet")
+    params = {"model": str(model_path), "epsilon": 1.0, "delta": 0.05, "mechanism": "pim"}
+    run_job(Job(tmp_path / "traj.parquet", tmp_path / "o1", "trajectories", params=params,
+                seed=2, buckets=3, progress=False))
+    run_job(Job(tmp_path / "traj.parquet", tmp_path / "o2", "trajectories", params=params,
+                seed=2, buckets=3, workers=2, progress=False, spend_again=True))
+    a = duckdb.sql(f"SELECT user, t, lon, lat, set_size FROM read_parquet('{tmp_path}/o1/"
+                   "part-*.parquet') ORDER BY user, t").fetchall()
+    assert a == duckdb.sql(f"SELECT user, t, lon, lat, set_size FROM read_parquet('{tmp_path}/"
+                           "o2/part-*.parquet') ORDER BY user, t").fetchall()
+    assert len(a) == users.size
+    assert sorted({(r[0], r[1]) for r in a}) == sorted(zip(users.tolist(), t.tolist()))
+    assert all(r[4] >= 1 for r in a)
+    man = json.loads((tmp_path / "o1" / "manifest.json").read_text())
+    assert man["epsilon_unit"] == "per timestamp" and man["epsilon_per_user"] == 1.0
+    with pytest.raises(ParameterError, match="path of a saved model"):
+        run_job(Job(tmp_path / "traj.parquet", tmp_path / "o3", "trajectories",
+                    params={**params, "model": None}, progress=False))

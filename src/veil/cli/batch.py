@@ -122,3 +122,33 @@ def visits(
          user_column=user_column, columns={"category": category_column}, engine=engine,
          workers=workers, resume=resume, scheduler=scheduler, spend_again=False,
          buckets=buckets, ledger=None, seed=None, quiet=quiet)
+
+
+@app.command("trajectories")
+def trajectories(
+    input: Path = typer.Argument(..., help="Points: user, time, lat, lon (CSV/Parquet/JSON)."),
+    output: Path = OUT,
+    model: Path = typer.Option(..., "--model", help="Mobility model from `veil trajectory "
+                                                    "model` (public: never learned from the "
+                                                    "trajectories being released)."),
+    epsilon: float = typer.Option(..., "--epsilon", "-e", help="Epsilon per timestamp (> 0)."),
+    delta: float = typer.Option(..., "--delta", "-d", help="delta-location set mass, in (0, 1)."),
+    mechanism: str = typer.Option("pim", "--mechanism", "-m", help="pim or lm."),
+    on_invalid: str = typer.Option("error", "--on-invalid",
+                                   help="error (default) or drop points outside the grid."),
+    time_column: str = typer.Option("t", "--time-column"),
+    lat_column: str = typer.Option("lat", "--lat-column"),
+    lon_column: str = typer.Option("lon", "--lon-column"),
+    user_column: str = USER, engine: str = ENGINE, workers: int = WORKERS, resume: bool = RESUME,
+    scheduler: Optional[str] = SCHEDULER, spend_again: bool = SPEND,
+    buckets: Optional[int] = BUCKETS, ledger: Optional[Path] = LEDGER,
+    seed: Optional[int] = SEED, quiet: bool = QUIET,
+) -> None:
+    """Release every user's trajectory with PIM or LM (epsilon per timestamp)."""
+    _run("trajectories", input, output,
+         {"model": str(model), "epsilon": epsilon, "delta": delta, "mechanism": mechanism,
+          "on_invalid": on_invalid},
+         user_column=user_column,
+         columns={"t": time_column, "lat": lat_column, "lon": lon_column}, engine=engine,
+         workers=workers, resume=resume, scheduler=scheduler, spend_again=spend_again,
+         buckets=buckets, ledger=ledger, seed=seed, quiet=quiet)

@@ -137,3 +137,18 @@ register_task(Task(
     name="visits-hide", columns=("category",), per_bucket=_visits_hide_bucket,
     epsilon=lambda p: 0.0, validate=_validate_visits_hide,
     description="sensitive location hiding (SLH) of every user's visit histogram"))
+
+
+# --------------------------------------------------------------------------- trajectories
+def _register_trajectories() -> None:
+    from ..geo.temporal.batch import release_bucket, validate_job_params
+
+    register_task(Task(
+        name="trajectories", columns=("t", "lat", "lon"), order_by=("t",),
+        per_bucket=release_bucket, validate=validate_job_params,
+        epsilon=lambda p: float(p["epsilon"]),
+        description="PIM/LM release of every user's trajectory (epsilon per timestamp)",
+        extra={"epsilon_unit": "per timestamp"}))
+
+
+_register_trajectories()

@@ -42,6 +42,31 @@ def validate_params(p: dict[str, Any]) -> dict[str, Any]:
                                        ("error", "drop"))}
 
 
+_MODELS: dict[tuple[str, float], MarkovModel] = {}
+
+
+def _load_model(path: str) -> MarkovModel:
+    import os
+
+    key = (os.path.abspath(path), os.path.getmtime(path))
+    if key not in _MODELS:
+        _MODELS.clear()
+        _MODELS[key] = MarkovModel.load(path)
+    return _MODELS[key]
+
+
+def validate_job_params(p: dict[str, Any]) -> dict[str, Any]:
+    """Like :func:`validate_params` but keeps the model as a path (jobs record and ship
+    their parameters; workers load the model once each)."""
+    model = p.get("model")
+    if model is None or isinstance(model, MarkovModel):
+        raise ParameterError("a batch job needs params['model'] as the path of a saved model "
+                             "(veil trajectory model ... -o model.npz)")
+    out = validate_params(p)
+    out["model"] = str(model)
+    return out
+
+
 def release_bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
                    rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Release every user's trajectory in one bucket; returns user, t, lon, lat, set_size.
@@ -63,7 +88,9 @@ def release_bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
     >>> out["user"].tolist(), out["lon"].shape
     ([0, 0, 0, 1, 1], (5,))
     """
-    model: MarkovModel = params["model"]
+    model = params["model"]
+    if not isinstance(model, MarkovModel):  # a path: load once per worker process
+        model = _load_model(str(model))
     user = np.asarray(arrays["user"])
     t = np.asarray(arrays["t"], dtype=np.float64)
     cells = model.grid.cell_of(arrays["lon"], arrays["lat"])
