@@ -42,7 +42,8 @@ __all__ = [
 ]
 
 
-def prepare(table: Any, *, k: Any, qi: Sequence[str] | str) -> tuple[dict, EncodedQI, int]:
+def prepare(table: Any, *, k: Any, qi: Sequence[str] | str, marker: str = SUPPRESSED
+            ) -> tuple[dict, EncodedQI, int]:
     """Validate ``k``, ``qi`` and the table; return (columns, encoded QI, k)."""
     k = check_k(k, "k", minimum=2)
     if isinstance(qi, str):
@@ -68,7 +69,12 @@ def prepare(table: Any, *, k: Any, qi: Sequence[str] | str) -> tuple[dict, Encod
     if n < k:
         raise DataError(f"the table has {n} rows, fewer than k = {k}: no k-anonymous "
                         "release exists (except suppressing every row, which veil does not do)")
-    return cols, encode_qi(cols, qi), k
+    enc = encode_qi(cols, qi)
+    for j, name in enumerate(enc.names):
+        if np.any(enc.values[j] == marker):
+            raise DataError(f"the value {marker!r} occurs in the data; it is the suppression "
+                            "marker (choose another marker)", column=name)
+    return cols, enc, k
 
 
 def suppression_mask(codes: np.ndarray, groups: np.ndarray) -> np.ndarray:

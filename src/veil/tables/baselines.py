@@ -184,7 +184,8 @@ BASELINES = {
 
 
 def k_anonymize(table: Any, *, k: int, qi: Sequence[str] | str, method: str = "optimal-cut",
-                constraints: Sequence[DiversityConstraint] = ()) -> Anonymization:
+                constraints: Sequence[DiversityConstraint] = (), marker: str = "*"
+                ) -> Anonymization:
     """k-anonymize by suppression, ignoring diversity constraints (a baseline).
 
     Parameters
@@ -198,6 +199,8 @@ def k_anonymize(table: Any, *, k: int, qi: Sequence[str] | str, method: str = "o
     method : {"optimal-cut", "sort-cut", "mondrian"}
     constraints : list of DiversityConstraint, optional
         Only evaluated on the output (reported in ``result.constraints``).
+    marker : str
+        Written in suppressed cells (must not occur in the QI columns).
 
     Examples
     --------
@@ -210,9 +213,10 @@ def k_anonymize(table: Any, *, k: int, qi: Sequence[str] | str, method: str = "o
     """
     t0 = time.perf_counter()
     method = check_choice(method, "method", tuple(BASELINES))
-    cols, enc, k = prepare(table, k=k, qi=qi)
+    cols, enc, k = prepare(table, k=k, qi=qi, marker=marker)
     from .constraints import check_constraints_against
 
     check_constraints_against(list(constraints), attributes=enc.names, what="quasi-identifiers")
     groups = BASELINES[method](enc.codes, k)
-    return build_result(table, cols, enc, k, groups, method, constraints, t0=t0)
+    return build_result(table, cols, enc, k, groups, method, constraints, t0=t0,
+                        marker=marker)

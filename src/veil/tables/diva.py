@@ -243,7 +243,10 @@ def _candidates(j: int, masks: np.ndarray, lo: np.ndarray, hi: np.ndarray, nbrs:
 # --------------------------------------------------------------------------- search
 
 class _Search:
-    def __init__(self, masks, lo, hi, verts, nbrs, cands, strategy, rng, max_steps, n):
+    def __init__(self, masks, lo, hi, verts, nbrs, cands, strategy, rng, max_steps, n,
+                 codes=None, k=2, order=(), dynamic=True):
+        self.codes, self.k, self.order, self.dynamic = codes, k, order, dynamic
+        self.dynamic_made = 0
         self.masks, self.lo, self.hi = masks, lo, hi
         self.verts, self.nbrs, self.cands = verts, nbrs, cands
         self.strategy, self.rng, self.max_steps, self.n = strategy, rng, max_steps, n
@@ -306,10 +309,68 @@ class _Search:
             order = list(self.verts)
         return self.assign if self._dfs(order) else None
 
+    def _complete(self, v: int) -> Clustering | None:
+        """A colour built for the current partial assignment: free target rows only.
+
+        Counts what the clusters already chosen give ``v``, adds the cheapest
+        clusters of free target rows for the rest, and swaps one row into a
+        cluster that would push a neighbour above its upper bound.
+        """
+        parts = [(self.cands[u][c].rows, self.cands[u][c].cid) for u, c in self.assign.items()]
+        urows, lab = merge_clusterings(parts, self.n)
+        cnt = _counts_of(urows, lab, self.masks)
+        if cnt[v] > self.hi[v]:
+            return None
+        need = int(self.lo[v] - cnt[v])
+        if need <= 0:
+            return Clustering(np.empty(0, np.int64), np.empty(0, np.int64), 0, "complete")
+        used = np.zeros(self.n, dtype=bool)
+        used[urows] = True
+        free = np.flatnonzero(self.masks[v] & ~used)
+        segs = sorted(_segments(free, self.codes, self.k, self.order), key=lambda s: s[1])
+        chosen = _pick(segs, need, self.hi[v] - cnt[v], self.k)
+        if chosen is None:
+            return None
+        taken = np.zeros(self.n, dtype=bool)
+        for c in chosen:
+            taken[c] = True
+        spare = free[~taken[free]]
+        slack = self.hi - cnt
+        for i, c in enumerate(chosen):
+            inside = self.masks[:, c].all(axis=1)
+            inside[v] = False
+            over = inside & (slack < len(c))
+            if over.any():
+                okr = ~self.masks[over][:, spare].any(axis=0)
+                cand = spare[okr]
+                if cand.size == 0:
+                    return None
+                sim = (self.codes[cand] == self.codes[c[0]]).sum(axis=1)
+                r = cand[int(np.argmax(sim))]
+                c = c.copy()
+                back = c[-1]
+                c[-1] = r
+                spare = np.r_[spare[spare != r], back]
+                chosen[i] = c
+                inside = self.masks[:, c].all(axis=1)
+                inside[v] = False
+            slack = slack - inside * len(c)
+            if (slack < 0).any():
+                return None
+        rows = np.concatenate(chosen)
+        cid = np.concatenate([np.full(len(c), i) for i, c in enumerate(chosen)])
+        return Clustering(rows, cid, 0, "complete")
+
     def _dfs(self, order: list[int]) -> bool:
         if len(self.assign) == len(self.verts):
             return self._ok(list(self.assign.items()), list(self.verts))
         v, opts = self.next_vertex(order)
+        if self.dynamic:
+            dyn = self._complete(v)
+            if dyn is not None:
+                self.dynamic_made += 1
+                self.cands[v].append(dyn)
+                opts = [len(self.cands[v]) - 1] + list(opts)
         for c in opts:
             if self.steps >= self.max_steps:
                 self.exhausted = True
@@ -328,7 +389,7 @@ class _Search:
 def diva(table: Any, *, k: int, qi: Sequence[str] | str,
          constraints: Sequence[DiversityConstraint] | str, strategy: str = "min-choice",
          max_candidates: int = 6, max_steps: int = 2000, rng: Any = None,
-         seed: int | None = None) -> Anonymization:
+         seed: int | None = None, marker: str = "*", dynamic: bool = True) -> Anonymization:
     """(k, Sigma)-anonymize ``table`` by suppression with DIVA.
 
     Parameters
@@ -351,6 +412,12 @@ def diva(table: Any, *, k: int, qi: Sequence[str] | str,
         Randomness for the random candidates and the "random" strategy
         (k-anonymity does not depend on secret randomness; ``seed`` makes runs
         reproducible).
+    marker : str
+        Written in suppressed cells (must not occur in the QI columns).
+    dynamic : bool
+        Also try, first at each vertex, a colour built for the current partial
+        assignment from rows no chosen cluster uses (see ``_Search._complete``);
+        ``False`` restricts the search to the precomputed colours, as in the paper.
 
     Returns
     -------
@@ -379,7 +446,7 @@ def diva(table: Any, *, k: int, qi: Sequence[str] | str,
     strategy = check_choice(strategy, "strategy", STRATEGIES)
     max_candidates = check_int(max_candidates, "max_candidates", minimum=1)
     max_steps = check_int(max_steps, "max_steps", minimum=1)
-    cols, enc, k = prepare(table, k=k, qi=qi)
+    cols, enc, k = prepare(table, k=k, qi=qi, marker=marker)
     if isinstance(constraints, str):
         constraints = parse_constraints(constraints, columns=list(cols), k=k)
     cs = list(constraints)
@@ -422,13 +489,15 @@ def diva(table: Any, *, k: int, qi: Sequence[str] | str,
                 f"no clustering satisfies {cs[j].to_text()!r} on its own: its "
                 f"{int(sizes[j])} target rows cannot form clusters of >= {k} rows totalling "
                 f"{cs[j].lo}..{cs[j].hi}", proved=False)
-    search = _Search(masks, lo, hi, verts, nbrs, cands, strategy, gen, max_steps, n)
+    search = _Search(masks, lo, hi, verts, nbrs, cands, strategy, gen, max_steps, n,
+                     codes=codes, k=k, order=order, dynamic=dynamic)
     t_s = time.perf_counter()
     assign = search.run() if verts else {}
     t_s = time.perf_counter() - t_s
     stats = {"strategy": strategy, "constraints": len(cs), "vertices": len(verts),
              "edges": sum(len(v) for v in nbrs.values()) // 2, "search_steps": search.steps,
              "backtracks": search.backtracks, "consistency_checks": search.checks,
+             "dynamic_colours": search.dynamic_made,
              "candidates_s": t_cand, "search_s": t_s}
     if assign is None:
         why = "the search budget max_steps was exhausted" if search.exhausted else \
@@ -456,7 +525,7 @@ def diva(table: Any, *, k: int, qi: Sequence[str] | str,
     stats["repair_suppressed_cells"] = repaired
     stats["phase1_rows"] = int(phase1.sum())
     res = build_result(table, cols, enc, k, groups, f"diva/{strategy}", cs, mask=mask,
-                       stats=stats, t0=t0)
+                       stats=stats, t0=t0, marker=marker)
     bad = [s for s in res.constraints if not s.satisfied]
     if bad:  # pragma: no cover - guarded by construction
         raise AssertionError(f"internal error: DIVA output violates {bad[0].constraint}")
@@ -522,4 +591,5 @@ def anonymize(table: Any, *, k: int, qi: Sequence[str] | str,
     if method == "diva":
         return diva(table, k=k, qi=qi, constraints=constraints, **kwargs)
     base = "optimal-cut" if method == "baseline" else method
-    return k_anonymize(table, k=k, qi=qi, method=base, constraints=constraints)
+    marker = kwargs.get("marker", "*")
+    return k_anonymize(table, k=k, qi=qi, method=base, constraints=constraints, marker=marker)
