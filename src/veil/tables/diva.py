@@ -187,6 +187,10 @@ def _candidates(j: int, masks: np.ndarray, lo: np.ndarray, hi: np.ndarray, nbrs:
                 codes: np.ndarray, k: int, order: Sequence[int], max_candidates: int,
                 rng: np.random.Generator) -> list[Clustering]:
     T = np.flatnonzero(masks[j])
+    # clusters pure in I_j lie inside every target containing I_j: respect those upper bounds
+    sup = ~np.any(masks[j][None, :] & ~masks, axis=1)
+    hi = hi.copy()
+    hi[j] = hi[sup].min()
     nb_any = masks[nbrs].any(axis=0) if nbrs else np.zeros(masks.shape[1], dtype=bool)
     cands: list[tuple[str, list[np.ndarray]]] = []
 
@@ -322,13 +326,15 @@ class _Search:
         if cnt[v] > self.hi[v]:
             return None
         need = int(self.lo[v] - cnt[v])
+        sup = ~np.any(self.masks[v][None, :] & ~self.masks, axis=1)
+        room = float((self.hi - cnt)[sup].min())
         if need <= 0:
             return Clustering(np.empty(0, np.int64), np.empty(0, np.int64), 0, "complete")
         used = np.zeros(self.n, dtype=bool)
         used[urows] = True
         free = np.flatnonzero(self.masks[v] & ~used)
         segs = sorted(_segments(free, self.codes, self.k, self.order), key=lambda s: s[1])
-        chosen = _pick(segs, need, self.hi[v] - cnt[v], self.k)
+        chosen = _pick(segs, need, room, self.k)
         if chosen is None:
             return None
         taken = np.zeros(self.n, dtype=bool)
@@ -515,7 +521,14 @@ def diva(table: Any, *, k: int, qi: Sequence[str] | str,
     if len(rest) >= k:
         groups[rest] = optimal_cut_clusters(codes[rest], k) + ng
     elif len(rest) > 0:
-        groups = _attach_rest(groups, rest, masks, lo, hi, ng)
+        pulled = _pull_rows(groups, len(rest), masks, lo, k, ng)
+        if pulled is not None:
+            groups = pulled
+            rest = np.flatnonzero(groups < 0)
+            phase1 = groups >= 0
+            groups[rest] = ng
+        else:
+            groups = _attach_rest(groups, rest, masks, lo, hi, ng)
         if groups is None:
             raise DivaInfeasibleError(
                 f"no ({k}, Sigma)-anonymization found: {len(rest)} rows are left over and "
@@ -530,6 +543,34 @@ def diva(table: Any, *, k: int, qi: Sequence[str] | str,
     if bad:  # pragma: no cover - guarded by construction
         raise AssertionError(f"internal error: DIVA output violates {bad[0].constraint}")
     return res
+
+
+def _pull_rows(groups, nrest, masks, lo, k, ng):
+    """Move surplus rows (beyond k) out of phase-1 clusters until k rows are left over.
+
+    Accepted only if every lower bound still holds on the phase-1 clusters
+    (removing rows only lowers counts, so upper bounds stay met).
+    """
+    need = k - nrest
+    trial = groups.copy()
+    sizes = np.bincount(groups[groups >= 0], minlength=ng)
+    for g in np.argsort(-sizes):
+        if need <= 0:
+            break
+        surplus = int(sizes[g]) - k
+        if surplus <= 0:
+            break
+        take = np.flatnonzero(trial == g)[-min(surplus, need):]
+        trial[take] = -1
+        need -= len(take)
+    if need > 0:
+        return None
+    rows = np.flatnonzero(trial >= 0)
+    _, lab = np.unique(trial[rows], return_inverse=True)
+    cnt = _counts_of(rows, lab, masks)
+    if np.all(cnt >= lo):
+        return trial
+    return None
 
 
 def _attach_rest(groups, rest, masks, lo, hi, ng):
