@@ -8,7 +8,7 @@
 * :mod:`~veil.tables.anonymity`: suppression, equivalence classes, metrics;
 * :mod:`~veil.tables.baselines`: constraint-free k-anonymizers (sort-and-cut,
   optimal cut, Mondrian-style);
-* :mod:`~veil.tables.diva`: DIVA, the (k, Sigma)-anonymization.
+* :mod:`~veil.tables.diverse`: DIVA, the (k, Sigma)-anonymization.
 
 k-anonymity is not differential privacy: it hides which of at least k rows
 carries a published quasi-identifier tuple, nothing more (see
@@ -20,7 +20,7 @@ from .baselines import (k_anonymize, mondrian_clusters, optimal_cut_clusters,
                         sort_and_cut_clusters)
 from .constraints import (ConstraintSyntaxError, DiversityConstraint, format_constraints,
                           load_constraints, parse_constraints)
-from .diva import STRATEGIES, DivaInfeasibleError, anonymize, diva, merge_clusterings
+from .diverse import STRATEGIES, DivaInfeasibleError, anonymize, diva, merge_clusterings
 from .reasoning import (Satisfiability, axiom_extend, axiom_intersect, axiom_reduce,
                         axiom_relax, implied_range, implies, implies_exact, is_minimal,
                         is_satisfiable, minimal_cover, redundant_constraints, satisfiability)

@@ -251,6 +251,8 @@ class _Search:
                  codes=None, k=2, order=(), dynamic=True):
         self.codes, self.k, self.order, self.dynamic = codes, k, order, dynamic
         self.dynamic_made = 0
+        tot = masks.sum(axis=1)
+        self.slack = {v: (tot[v] - lo[v]) / max(tot[v], 1) for v in verts}
         self.masks, self.lo, self.hi = masks, lo, hi
         self.verts, self.nbrs, self.cands = verts, nbrs, cands
         self.strategy, self.rng, self.max_steps, self.n = strategy, rng, max_steps, n
@@ -291,13 +293,26 @@ class _Search:
         free = [v for v in order if v not in self.assign]
         if self.strategy == "min-choice":
             best = None
+            if self.dynamic:  # remaining freedom: free target rows beyond what is still needed
+                parts = [(self.cands[u][c].rows, self.cands[u][c].cid)
+                         for u, c in self.assign.items()]
+                urows, lab = merge_clusterings(parts, self.n)
+                cnt = _counts_of(urows, lab, self.masks)
+                used = np.zeros(self.n, dtype=bool)
+                used[urows] = True
             for v in free:
                 o = self.options(v)
-                if best is None or len(o) < len(best[1]):
-                    best = (v, o)
+                if self.dynamic:
+                    nfree = int((self.masks[v] & ~used).sum())
+                    room = (nfree - max(self.lo[v] - cnt[v], 0)) / max(self.masks[v].sum(), 1)
+                    key = (len(o) > 0, room, len(o))
+                else:
+                    key = (len(o), self.slack[v])
+                if best is None or key < best[0]:
+                    best = (key, v, o)
                     if not o:
                         break
-            return best
+            return best[1], best[2]
         v = free[0]
         opts = self.options(v)
         if self.strategy == "random":
@@ -333,7 +348,7 @@ class _Search:
         used = np.zeros(self.n, dtype=bool)
         used[urows] = True
         free = np.flatnonzero(self.masks[v] & ~used)
-        segs = sorted(_segments(free, self.codes, self.k, self.order), key=lambda s: s[1])
+        segs = self._pure_segments(v, free, cnt)
         chosen = _pick(segs, need, room, self.k)
         if chosen is None:
             return None
@@ -342,30 +357,87 @@ class _Search:
             taken[c] = True
         spare = free[~taken[free]]
         slack = self.hi - cnt
-        for i, c in enumerate(chosen):
+        final: list[np.ndarray] = []
+        # clusters that fit under every upper bound first, so later ones can merge into them
+        chosen.sort(key=lambda c: bool((self.masks[:, c].all(axis=1)
+                                        & (np.arange(len(slack)) != v)
+                                        & np.isfinite(self.hi)).any()))
+        for c in chosen:
             inside = self.masks[:, c].all(axis=1)
             inside[v] = False
             over = inside & (slack < len(c))
-            if over.any():
-                okr = ~self.masks[over][:, spare].any(axis=0)
-                cand = spare[okr]
-                if cand.size == 0:
-                    return None
+            if not over.any():
+                final.append(c)
+                slack = slack - inside * len(c)
+                continue
+            # 1. swap one row for a spare target row outside the saturated targets
+            cand = spare[~self.masks[over][:, spare].any(axis=0)]
+            if cand.size:
                 sim = (self.codes[cand] == self.codes[c[0]]).sum(axis=1)
                 r = cand[int(np.argmax(sim))]
                 c = c.copy()
                 back = c[-1]
                 c[-1] = r
                 spare = np.r_[spare[spare != r], back]
-                chosen[i] = c
                 inside = self.masks[:, c].all(axis=1)
                 inside[v] = False
-            slack = slack - inside * len(c)
-            if (slack < 0).any():
+                final.append(c)
+                slack = slack - inside * len(c)
+                continue
+            # 2. merge into a chosen cluster that is not inside the saturated targets
+            for i, d in enumerate(final):
+                if self.masks[over][:, d].all(axis=1).any():
+                    continue
+                ins_d = self.masks[:, d].all(axis=1)
+                ins_d[v] = False
+                m = np.concatenate([d, c])
+                ins_m = self.masks[:, m].all(axis=1)
+                ins_m[v] = False
+                slack = slack + ins_d * len(d) - ins_m * len(m)
+                final[i] = m
+                break
+            else:
                 return None
+        if (slack < 0).any():
+            return None
+        chosen = final
         rows = np.concatenate(chosen)
         cid = np.concatenate([np.full(len(c), i) for i, c in enumerate(chosen)])
         return Clustering(rows, cid, 0, "complete")
+
+    def _pure_segments(self, v: int, free: np.ndarray, cnt: np.ndarray):
+        """Clusters of ``free`` rows pure in neighbour-target membership, helpful ones first.
+
+        A cluster inside a neighbour's target counts for that neighbour instead
+        of wasting its rows; clusters inside targets of constraints that still
+        need rows come first, then the cheapest.
+        """
+        nb = [u for u in self.nbrs[v]]
+        if not nb:
+            return sorted(_segments(free, self.codes, self.k, self.order), key=lambda s: s[1])
+        sig = np.zeros(len(free), dtype=np.int64)
+        for b, u in enumerate(nb[:62]):
+            sig |= self.masks[u, free].astype(np.int64) << b
+        segs, small = [], []
+        for sv in np.unique(sig):
+            rs = free[sig == sv]
+            (segs.extend(_segments(rs, self.codes, self.k, self.order)) if len(rs) >= self.k
+             else small.append(rs))
+        if small:
+            rest = np.concatenate(small)
+            segs.extend(_segments(rest, self.codes, self.k, self.order))
+        needy = np.array([u for u in nb if u not in self.assign and cnt[u] < self.lo[u]],
+                         dtype=np.int64)
+
+        def key(seg):
+            if not needy.size:
+                return (True, 0, seg[1])
+            m = self.masks[needy][:, seg[0]]
+            inside = m.all(axis=1)
+            waste = int(m[~inside].sum())  # rows a needy neighbour can no longer use
+            return (not inside.any(), waste, seg[1])
+
+        return sorted(segs, key=key)
 
     def _dfs(self, order: list[int]) -> bool:
         if len(self.assign) == len(self.verts):
