@@ -19,6 +19,8 @@ constraints_app = typer.Typer(no_args_is_help=True,
                                    "satisfiable, minimize).")
 app.add_typer(constraints_app, name="constraints")
 
+BENCH_NAME = "tables"
+
 NAMES = typer.Option(None, "--names",
                      help="Column names for a CSV without a header row (comma-separated).")
 

@@ -107,7 +107,7 @@ def merge_clusterings(parts: Sequence[tuple[np.ndarray, np.ndarray]], n: int
     >>> r, l = merge_clusterings([(np.array([5, 6]), np.array([0, 0])),
     ...                           (np.array([6, 7, 8, 9]), np.array([0, 0, 1, 1]))], 10)
     >>> r.tolist(), l.tolist()
-    [[5, 6, 7, 8, 9], [0, 0, 0, 1, 1]]
+    ([5, 6, 7, 8, 9], [0, 0, 0, 1, 1])
     """
     if not parts:
         return np.empty(0, np.int64), np.empty(0, np.int64)
