@@ -122,6 +122,10 @@ def run_experiment(*, quick: bool = False, repeats: int = 3, seed: int = 0,
     ks = (5,) if quick else (5, 10, 20)
     ms = (5,) if quick else (5, 10, 20)
     reps = 1 if quick else repeats
+    from .anonymity import visible_counts
+    from .data import as_columns, encode_qi
+
+    enc = encode_qi(as_columns(df), qi)
     rows = []
     for k in ks:
         base = {}
@@ -137,10 +141,6 @@ def run_experiment(*, quick: bool = False, repeats: int = 3, seed: int = 0,
                    "constraint_text": [c.to_text() for c in cs]}
             for meth in BASELINE_METHODS:
                 bres = base[meth][0]
-                from .anonymity import visible_counts
-                from .data import encode_qi, as_columns
-
-                enc = encode_qi(as_columns(df), qi)
                 cnt = visible_counts(enc, np.where(bres.suppressed, -1, enc.codes), cs)
                 row[meth] = {"suppressed_share": bres.metrics["suppressed_share"],
                              "satisfied": int(sum(c.holds(int(x)) for c, x in zip(cs, cnt))),
