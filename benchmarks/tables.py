@@ -22,10 +22,13 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None, help="write raw results here")
+    ap.add_argument("--parts", default="adult,ordering,scaling",
+                    help="comma-separated subset of adult,ordering,scaling")
     args = ap.parse_args(argv)
     from veil.tables.experiment import format_results, run_experiment
 
     res = run_experiment(quick=args.quick, repeats=args.repeats, seed=args.seed,
+                         parts=tuple(p.strip() for p in args.parts.split(",")),
                          progress=lambda s: print(s, file=sys.stderr, flush=True))
     print(format_results(res))
     if args.json:
