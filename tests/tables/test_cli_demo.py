@@ -122,3 +122,20 @@ def test_report_section_builds():
     assert sec.id == "tables" and "NOT differential privacy" in sec.guarantee
     assert sec.figures and sec.tables
     sec.to_dict()
+
+
+def test_experiment_generator_and_quick_format():
+    from veil.tables import check_constraints, is_minimal, is_satisfiable
+    from veil.tables.experiment import format_results, generate_constraints, synthetic_table
+
+    rng = np.random.default_rng(2)
+    df = synthetic_table(2000, rng)
+    qi = list(df.columns[:7])
+    for overlapping in (False, True):
+        cs = generate_constraints(df, qi, m=6, k=5, rng=rng, overlapping=overlapping)
+        assert len(cs) == 6 and is_satisfiable(cs) and is_minimal(cs)
+        assert all(c.lo >= 5 for c in cs)
+        assert all(s.satisfied or s.count >= s.constraint.lo for s in check_constraints(df, cs))
+    text = format_results({"quick": True, "repeats": 1, "note": "x", "adult": [],
+                           "ordering": [], "scaling": []})
+    assert "Adult" in text
