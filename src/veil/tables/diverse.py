@@ -593,7 +593,7 @@ def diva(table: Any, *, k: int, qi: Sequence[str] | str,
     if len(rest) >= k:
         groups[rest] = optimal_cut_clusters(codes[rest], k) + ng
     elif len(rest) > 0:
-        pulled = _pull_rows(groups, len(rest), masks, lo, k, ng)
+        pulled = _pull_rows(groups, len(rest), masks, lo, hi, k, ng)
         if pulled is not None:
             groups = pulled
             rest = np.flatnonzero(groups < 0)
@@ -601,6 +601,8 @@ def diva(table: Any, *, k: int, qi: Sequence[str] | str,
             groups[rest] = ng
         else:
             groups = _attach_rest(groups, rest, masks, lo, hi, ng)
+            if groups is not None:
+                phase1 = groups >= 0  # the attached rows are now part of a phase-1 cluster
         if groups is None:
             raise DivaInfeasibleError(
                 f"no ({k}, Sigma)-anonymization found: {len(rest)} rows are left over and "
@@ -617,11 +619,12 @@ def diva(table: Any, *, k: int, qi: Sequence[str] | str,
     return res
 
 
-def _pull_rows(groups, nrest, masks, lo, k, ng):
+def _pull_rows(groups, nrest, masks, lo, hi, k, ng):
     """Move surplus rows (beyond k) out of phase-1 clusters until k rows are left over.
 
-    Accepted only if every lower bound still holds on the phase-1 clusters
-    (removing rows only lowers counts, so upper bounds stay met).
+    Accepted only if every constraint still holds on the phase-1 clusters
+    (removing a row can lower a count, or raise one when the removed row was
+    the only one outside a target); the left-over group is repaired later.
     """
     need = k - nrest
     trial = groups.copy()
@@ -640,7 +643,7 @@ def _pull_rows(groups, nrest, masks, lo, k, ng):
     rows = np.flatnonzero(trial >= 0)
     _, lab = np.unique(trial[rows], return_inverse=True)
     cnt = _counts_of(rows, lab, masks)
-    if np.all(cnt >= lo):
+    if np.all(cnt >= lo) and np.all(cnt <= hi):
         return trial
     return None
 
@@ -661,7 +664,6 @@ def _attach_rest(groups, rest, masks, lo, hi, ng):
 def _repair_upper(groups, phase1, mask, codes, masks, enc, cs) -> int:
     """Suppress a target attribute in whole rest-groups while a count exceeds hi."""
     added = 0
-    n = len(groups)
     for j, c in enumerate(cs):
         if c.hi == np.inf:
             continue
@@ -683,7 +685,6 @@ def _repair_upper(groups, phase1, mask, codes, masks, enc, cs) -> int:
             excess -= gsize[g]
         if excess > 0:  # pragma: no cover - phase-1 counts are <= hi by construction
             raise AssertionError(f"internal error: cannot lower the count of {c.to_text()}")
-    _ = n
     return added
 
 
