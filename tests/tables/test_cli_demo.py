@@ -39,7 +39,7 @@ def test_anonymize_writes_table_and_report(files, capsys):
     got = pd.read_csv(out, dtype=str)
     assert got.groupby(["age", "sex", "race"]).size().min() >= 5
     assert (got.income.astype(int) == df.income).all()
-    rep = json.loads((tmp / "anon.csv.json").read_text())
+    rep = json.loads((tmp / "anon.csv.meta.json").read_text())
     assert rep["constraints_satisfied"] == rep["constraints_total"] == 2
     assert "not differential privacy" in rep["guarantee"]
     assert "constraints satisfied 2/2" in capsys.readouterr().out
@@ -76,7 +76,7 @@ def test_anonymize_bad_input_exit_2_no_output(files, capsys, extra, text, msg):
     import re
 
     assert re.search(msg, capsys.readouterr().err)
-    assert not out.exists() and not (tmp / "bad.csv.json").exists()
+    assert not out.exists() and not (tmp / "bad.csv.meta.json").exists()
 
 
 def test_empty_table_exit_2(tmp_path, capsys):

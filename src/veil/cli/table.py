@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -38,12 +35,21 @@ def _read(path: Path, names: str | None):
     return read_table(path, header=False if cols else None, names=cols)
 
 
+def _write_both(table, out: Path, doc: dict, rep: Path) -> None:
+    """Write the table and its report atomically: both files or neither."""
+    from ..io import atomic_paths, write_json, write_table
+    from ..io.read import detect_format
+
+    fmt = detect_format(out)
+    with atomic_paths(out, rep) as (t_out, t_rep):
+        write_table(table, t_out, format=fmt)
+        write_json(doc, t_rep)
+
+
 def _write_json_atomic(obj, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
+    from ..io import write_json
+
+    write_json(obj, path)
 
 
 @app.command("anonymize")
@@ -60,7 +66,7 @@ def anonymize_cmd(
     output: Path = typer.Option(..., "--output", "-o",
                                 help="Anonymized table (.csv or .parquet), written atomically."),
     report: Optional[Path] = typer.Option(None, "--report",
-                                          help="JSON report (default: OUTPUT.json)."),
+                                          help="JSON report (default: OUTPUT.meta.json)."),
     strategy: str = typer.Option("min-choice", "--strategy",
                                  help="DIVA search order: min-choice, max-fanout, random."),
     marker: str = typer.Option("*", "--marker", help="Text written in suppressed cells."),
@@ -72,14 +78,15 @@ def anonymize_cmd(
     k-anonymity is not differential privacy: see docs/tables.md.
     """
     from ..tables import anonymize, load_constraints
-    from ..tables.data import write_table_atomic
     from ..validation import check_choice, check_int
     from .common import output_path
 
     check_int(k, "--k", minimum=2)
     check_choice(method, "--method", ("diva", "baseline", "optimal-cut", "sort-cut", "mondrian"))
     out = output_path(output)
-    rep = Path(report) if report is not None else out.with_name(out.name + ".json")
+    from ..io import sidecar_path
+
+    rep = Path(report) if report is not None else sidecar_path(out)
     if not rep.parent.exists():
         raise ParameterError(f"--report: folder {str(rep.parent)!r} does not exist")
     table = _read(input, names)
@@ -91,11 +98,10 @@ def anonymize_cmd(
     if method == "diva":
         kwargs.update(strategy=strategy, seed=seed)
     res = anonymize(table, k=k, qi=qi_cols, constraints=cs, method=method, **kwargs)
-    write_table_atomic(res.table, out)
     doc = res.report()
     doc["input"] = str(input)
     doc["output"] = str(out)
-    _write_json_atomic(doc, rep)
+    _write_both(res.table, out, doc, rep)
     m = res.metrics
     typer.echo(f"{res.method}: {m['rows']} rows, {m['classes']} classes (min size "
                f"{m['min_class_size']}), suppressed {m['suppressed_cells']} QI cells "
@@ -199,11 +205,11 @@ def minimize_cmd(
     else:
         from .common import output_path
 
+        from ..io import atomic_path
+
         out = output_path(output)
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=str(out.parent))
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, out)
+        with atomic_path(out) as tmp:
+            tmp.write_text(text, encoding="utf-8")
         typer.echo(f"wrote {len(keep)} of {len(cs)} constraints to {out}")
 
 

@@ -7,8 +7,6 @@ how the constraint text and the generated SQL see them.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -204,30 +202,9 @@ def read_table(path: str | Path, *, header: bool | None = None,
 
 
 def write_table_atomic(table: Any, path: str | Path) -> Path:
-    """Write a table as CSV or Parquet (by suffix) to a temporary file, then rename."""
-    import pyarrow as pa
+    """Write a table atomically as CSV, Parquet or JSON (by suffix) with :func:`veil.io.write_table`."""
+    from ..io import write_table
 
-    p = Path(path)
-    kind = table_kind(table)
-    if kind == "pandas":
-        tbl = pa.Table.from_pandas(table, preserve_index=False)
-    elif kind == "arrow":
-        tbl = table
-    else:
-        tbl = pa.table({k: list(v) for k, v in table.items()})
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(p.parent))
-    os.close(fd)
-    try:
-        if p.suffix.lower() in (".parquet", ".pq"):
-            import pyarrow.parquet as pq
-
-            pq.write_table(tbl, tmp)
-        else:
-            import pyarrow.csv as pcsv
-
-            pcsv.write_csv(tbl, tmp)
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return p
+    if table_kind(table) == "mapping":
+        table = {k: np.asarray(v) for k, v in table.items()}
+    return write_table(table, path)
