@@ -197,8 +197,8 @@ def minimize_cmd(
     keep = list(cs)
     for c, used in red:
         keep.remove(c)
-        typer.echo(f"removed {c.to_text()!r}: implied by "
-                   f"{', '.join(repr(u.to_text()) for u in used)}", err=True)
+        why = ", ".join(repr(u.to_text()) for u in used) or "nothing (it always holds)"
+        typer.echo(f"removed {c.to_text()!r}: implied by {why}", err=True)
     text = format_constraints(keep)
     if output is None:
         typer.echo(text, nl=False)

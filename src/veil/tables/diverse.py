@@ -538,7 +538,7 @@ def diva(table: Any, *, k: int, qi: Sequence[str] | str,
         c, used = red[0]
         raise ParameterError(
             f"the constraint set is not minimal: {c.to_text()!r} is implied by "
-            f"{', '.join(repr(u.to_text()) for u in used) or 'the others'}; remove it "
+            f"{', '.join(repr(u.to_text()) for u in used) or 'nothing (it always holds)'}; remove it "
             "(veil.tables.minimal_cover or `veil table constraints minimize`)")
     gen = make_rng(rng, seed=seed)
     n = enc.n

@@ -229,12 +229,28 @@ def redundant_constraints(sigma_set: Iterable[DiversityConstraint]
         rest = kept[:i] + kept[i + 1:]
         if implies(rest, kept[i]):
             c = kept[i]
-            used = [d for d in rest if d.items <= c.items or c.items < d.items]
-            out.append((c, used))
+            out.append((c, _witnesses(rest, c)))
             kept = rest
         else:
             i += 1
     return out
+
+
+def _witnesses(rest: list[DiversityConstraint], c: DiversityConstraint
+               ) -> list[DiversityConstraint]:
+    """The constraints of ``rest`` that give the bounds implying ``c`` (Algorithm 1's steps)."""
+    lo, hi = implied_range(rest, c)
+    used: list[DiversityConstraint] = []
+    if c.lo > 0:  # the lower bound comes from the same target or a super-target
+        d = next((d for d in rest if (d.items == c.items or c.items < d.items) and d.lo == lo),
+                 None)
+        if d is not None:
+            used.append(d)
+    if c.hi != INF:  # the upper bound comes from the same target or a sub-target
+        d = next((d for d in rest if d.items <= c.items and d.hi == hi), None)
+        if d is not None and d not in used:
+            used.append(d)
+    return used
 
 
 def minimal_cover(sigma_set: Iterable[DiversityConstraint]) -> list[DiversityConstraint]:
