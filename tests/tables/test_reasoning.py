@@ -145,7 +145,8 @@ def test_implication_complete_for_single_attribute_sigma(seed):
 
 def test_axioms_incomplete_case_documented():
     """Two disjoint super-targets add up: the axioms miss it, the exact test does not."""
-    S = [DiversityConstraint({"A": "a1"}, 0, 3), DiversityConstraint({"A": "a1", "B": "b1"}, 2, INF),
+    S = [DiversityConstraint({"A": "a1"}, 0, 3),
+         DiversityConstraint({"A": "a1", "B": "b1"}, 2, INF),
          DiversityConstraint({"A": "a1", "B": "b2"}, 2, INF)]
     assert is_satisfiable(S)
     probe = DiversityConstraint({"A": "a2"}, 1, 1)

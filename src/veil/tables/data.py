@@ -202,7 +202,8 @@ def read_table(path: str | Path, *, header: bool | None = None,
 
 
 def write_table_atomic(table: Any, path: str | Path) -> Path:
-    """Write a table atomically as CSV, Parquet or JSON (by suffix) with :func:`veil.io.write_table`."""
+    """Write a table atomically as CSV, Parquet or JSON (by suffix) via :func:`veil.io.write_table`.
+    """
     from ..io import write_table
 
     if table_kind(table) == "mapping":

@@ -536,9 +536,10 @@ def diva(table: Any, *, k: int, qi: Sequence[str] | str,
     red = redundant_constraints(cs)
     if red:
         c, used = red[0]
+        why = ", ".join(repr(u.to_text()) for u in used) or "nothing (it always holds)"
         raise ParameterError(
             f"the constraint set is not minimal: {c.to_text()!r} is implied by "
-            f"{', '.join(repr(u.to_text()) for u in used) or 'nothing (it always holds)'}; remove it "
+            f"{why}; remove it "
             "(veil.tables.minimal_cover or `veil table constraints minimize`)")
     gen = make_rng(rng, seed=seed)
     n = enc.n
@@ -691,7 +692,7 @@ def _repair_upper(groups, phase1, mask, codes, masks, enc, cs) -> int:
 def anonymize(table: Any, *, k: int, qi: Sequence[str] | str,
               constraints: Sequence[DiversityConstraint] | str = (), method: str = "diva",
               **kwargs: Any) -> Anonymization:
-    """k-anonymize ``table``: ``method="diva"`` honours the constraints, ``"baseline"`` ignores them.
+    """k-anonymize ``table``: ``method="diva"`` honours constraints, ``"baseline"`` ignores them.
 
     ``method`` may also name a baseline ("optimal-cut", "sort-cut", "mondrian");
     the constraints are then only evaluated on the output.

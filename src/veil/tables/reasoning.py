@@ -80,7 +80,7 @@ def axiom_extend(c: DiversityConstraint, extra: dict[str, str]) -> DiversityCons
 
 
 def axiom_reduce(c: DiversityConstraint, keep: Sequence[str]) -> DiversityConstraint:
-    """Axiom 3: keep only the attributes ``keep`` (a non-empty proper subset); range ``[lo, inf]``."""
+    """Axiom 3: keep only the attributes ``keep`` (a non-empty proper subset); ``[lo, inf]``."""
     keep_set = set(keep)
     if not keep_set or not keep_set < set(c.attributes):
         raise ParameterError(f"keep={sorted(keep_set)} must be a non-empty proper subset of "
