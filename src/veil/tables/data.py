@@ -55,8 +55,8 @@ def _is_missing(arr: np.ndarray) -> np.ndarray:
     if arr.dtype.kind == "f":
         return np.isnan(arr)
     if arr.dtype.kind == "O":
-        return np.array([x is None or (isinstance(x, float) and x != x) for x in arr],
-                        dtype=bool)
+        with np.errstate(invalid="ignore"):
+            return np.asarray((arr == None) | (arr != arr), dtype=bool)  # noqa: E711
     return np.zeros(len(arr), dtype=bool)
 
 
@@ -76,8 +76,7 @@ def column_strings(arr: np.ndarray, *, name: str | None = None) -> np.ndarray:
         arr = arr.astype(np.int64)
     if arr.dtype.kind == "b":
         return np.where(arr, "True", "False").astype(object)
-    return np.array([str(x) for x in arr.tolist()], dtype=object) if arr.dtype.kind != "U" \
-        else arr.astype(object)
+    return arr.astype(str).astype(object)
 
 
 class EncodedQI:

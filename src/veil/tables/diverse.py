@@ -37,6 +37,7 @@ k-anonymity is not differential privacy; see :mod:`veil.tables.anonymity`.
 
 from __future__ import annotations
 
+import bisect
 import time
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -665,6 +666,7 @@ def _attach_rest(groups, rest, masks, lo, hi, ng):
 def _repair_upper(groups, phase1, mask, codes, masks, enc, cs) -> int:
     """Suppress a target attribute in whole rest-groups while a count exceeds hi."""
     added = 0
+    sizes = np.bincount(groups)
     for j, c in enumerate(cs):
         if c.hi == np.inf:
             continue
@@ -674,16 +676,18 @@ def _repair_upper(groups, phase1, mask, codes, masks, enc, cs) -> int:
         if excess <= 0:
             continue
         cand = np.unique(groups[vis & ~phase1])
-        gsize = {int(g): int((groups == g).sum()) for g in cand}
-        pool = sorted(gsize, key=lambda g: gsize[g])
-        while excess > 0 and pool:
-            fit = [g for g in pool if gsize[g] >= excess]
-            g = fit[0] if fit else pool[-1]
-            pool.remove(g)
-            rows = groups == g
-            mask[rows, cols[0]] = True
-            added += gsize[g]
-            excess -= gsize[g]
+        sz = sizes[cand]
+        order = np.argsort(sz, kind="stable")
+        pool_g, pool_s = cand[order].tolist(), sz[order].tolist()
+        chosen = []
+        while excess > 0 and pool_s:
+            i = bisect.bisect_left(pool_s, excess)  # smallest group that covers the excess
+            i = i if i < len(pool_s) else len(pool_s) - 1  # else the largest, and go on
+            chosen.append(pool_g.pop(i))
+            taken = pool_s.pop(i)
+            added += taken
+            excess -= taken
+        mask[np.isin(groups, chosen), cols[0]] = True
         if excess > 0:  # pragma: no cover - phase-1 counts are <= hi by construction
             raise AssertionError(f"internal error: cannot lower the count of {c.to_text()}")
     return added
