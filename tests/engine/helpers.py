@@ -19,3 +19,15 @@ def _boom(arrays, params, rng):
 
 
 BOOM = register_task(Task(name="test-boom", columns=("category",), per_bucket=_boom))
+
+
+def _slow_count(arrays, params, rng):
+    import time
+
+    time.sleep(params.get("sleep", 0.3))
+    users = arrays["user"]
+    n = int(users[-1]) + 1
+    return {"user": np.arange(n), "rows": np.bincount(users, minlength=n)}
+
+
+SLOW = register_task(Task(name="test-slow-count", columns=("category",), per_bucket=_slow_count))
