@@ -106,29 +106,40 @@ def test_damaged_parts_are_detected_and_redone(tmp_path):
 _KILL_SCRIPT = """
 import sys, os
 sys.path.insert(0, {src!r})
+sys.path.insert(0, {tests!r})
 os.environ["VEIL_LEDGER"] = {ledger!r}
+import helpers
 from veil.engine import Job, run_job
 if __name__ == "__main__":
-    run_job(Job({inp!r}, {out!r}, "count-noise", params={{"categories": ["a", "b", "c"],
-            "epsilon": 1.0}}, user_column="uid", seed=9, buckets=60, workers={workers},
-            resume=True, spend_again=True, progress=False))
+    run_job(Job({inp!r}, {out!r}, "test-slow-noise", params={{"sleep": 0.05}},
+            user_column="uid", seed=9, buckets=60, workers={workers}, resume=True,
+            spend_again=True, progress=False))
 """
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
-def test_killed_runs_resume_to_the_uninterrupted_output(tmp_path, sig):
-    inp = _checkins(tmp_path / "in.parquet", n=120_000, users=20_000)
+@pytest.mark.parametrize("sig, workers", [(signal.SIGKILL, 1), (signal.SIGINT, 1),
+                                          (signal.SIGKILL, 2)])
+def test_killed_runs_resume_to_the_uninterrupted_output(tmp_path, sig, workers):
+    """Kill the run at random points (by progress, not by clock) and resume until done."""
+    inp = _checkins(tmp_path / "in.parquet", n=60_000, users=10_000)
     ref = tmp_path / "ref"
-    run_job(_job(inp, ref, seed=9, buckets=60))
+    run_job(_job(inp, ref, task="test-slow-noise", params={"sleep": 0.0}, seed=9, buckets=60))
     out = tmp_path / "out"
     script = tmp_path / "run.py"
-    script.write_text(_KILL_SCRIPT.format(src=SRC, ledger=str(tmp_path / "ledger.json"),
-                                          inp=str(inp), out=str(out), workers=1))
-    g = np.random.default_rng(0)
+    script.write_text(_KILL_SCRIPT.format(src=SRC, tests=str(Path(__file__).parent),
+                                          ledger=str(tmp_path / "ledger.json"), inp=str(inp),
+                                          out=str(out), workers=workers))
+    g = np.random.default_rng(int(sig) * 10 + workers)
     kills = 0
-    for _ in range(6):
+    for _ in range(12):
+        done = len(list(out.glob("part-*.json")))
+        target = done + int(g.integers(1, 10))
         proc = subprocess.Popen([sys.executable, str(script)], start_new_session=True)
-        time.sleep(float(g.uniform(0.8, 2.5)))
+        deadline = time.time() + 120
+        while (proc.poll() is None and time.time() < deadline
+               and len(list(out.glob("part-*.json"))) < target):
+            time.sleep(0.02)
+        time.sleep(float(g.uniform(0, 0.05)))  # land anywhere, including inside a write
         if proc.poll() is None:
             os.killpg(proc.pid, sig)
             kills += 1
@@ -137,10 +148,12 @@ def test_killed_runs_resume_to_the_uninterrupted_output(tmp_path, sig):
         if man.exists() and json.loads(man.read_text())["status"] == "complete":
             break
     subprocess.run([sys.executable, str(script)], check=True)
-    assert kills >= 1
+    assert kills >= 3
+    # same seed: identical to the uninterrupted run, every user exactly once
     assert _rows(out) == _rows(ref)
     users = [r[0] for r in _rows(out)]
-    assert len(users) == 4 * len(set(users))  # every user exactly once (4 rows each)
+    distinct = duckdb.sql(f"SELECT count(DISTINCT uid) FROM '{inp}'").fetchall()[0][0]
+    assert len(users) == len(set(users)) == distinct
 
 
 def test_ledger_refuses_second_release_without_spend_again(tmp_path):
