@@ -28,3 +28,21 @@ def test_readme_python_example_runs():
         out = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True,
                              env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})
         assert out.returncode == 0, out.stderr
+
+
+def test_readme_tour_runs(tmp_path):
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## A five-minute tour", 1)[1].split("\n## ", 1)[0]
+    blocks = _bash_blocks(section)
+    assert blocks
+    script = "set -euo pipefail\nveil() { \"$PY\" -m veil \"$@\"; }\n" + "\n".join(blocks)
+    import os
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), PY=sys.executable,
+               VEIL_LEDGER=str(tmp_path / "ledger.json"))
+    out = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    for f in ("hidden.csv", "noisy_points.csv", "noisy_points.csv.meta.json", "anonymized.csv",
+              "counts_out/manifest.json"):
+        assert (tmp_path / f).exists(), f

@@ -27,6 +27,7 @@ CAPABILITIES: list[tuple[str, str, str]] = [
     ("trajectory", "veil.cli.trajectory", "Release trajectories under temporal correlations (PIM, LM)."),
     ("table", "veil.cli.table", "Diversity-constrained k-anonymization and constraint reasoning."),
     ("batch", "veil.cli.batch", "Per-user batch jobs at scale (local or Dask)."),
+    ("data", "veil.cli.data", "Synthetic data sets to try veil on."),
     ("noise", "veil.cli.noise", "Generic noise on a column of a file (geometric counts)."),
 ]
 
