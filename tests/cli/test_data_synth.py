@@ -29,7 +29,7 @@ def test_synth_kinds_are_deterministic_with_a_seed(tmp_path):
 
 
 @pytest.mark.parametrize("args, msg", [
-    (["synth", "people", "-o", "x.csv"], "did you mean"),
+    (["synth", "censu", "-o", "x.csv"], "did you mean 'census'"),
     (["synth", "census", "-o", "x.csv", "--rows", "0"], "--rows must be >= 1"),
     (["synth", "census", "-o", "nowhere/x.csv"], "does not exist"),
 ])
