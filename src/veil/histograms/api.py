@@ -95,6 +95,8 @@ def publish(counts, *, epsilon, method: str = "auto", rng=None, records_bound=No
         "ahp": sortgroup.ahp,
         "dawa": dawa_fn,
     }[method]
+    if method in ("structurefirst", "optimized-structurefirst"):
+        params.setdefault("count_bound", None)  # a clear error if the public bound is missing
     try:
         rel = fn(x, epsilon=b, rng=rng, **params)
     except TypeError as exc:  # unknown keyword for this mechanism

@@ -207,7 +207,7 @@ def voptimal_table(x, k_max: int, *, full: bool = True, engine: str = "auto"):
     --------
     >>> D, last, A = voptimal_table([1, 1, 5, 5, 9], 3)
     >>> last.round(3).tolist()
-    [inf, 52.8, 8.0, 0.0]
+    [inf, 44.8, 10.667, 0.0]
     """
     v = check_finite_array(x, "x", ndim=1)
     n = v.size
@@ -250,7 +250,7 @@ def voptimal(x, k: int, *, engine: str = "auto") -> tuple[np.ndarray, float]:
     Examples
     --------
     >>> edges, cost = voptimal([1, 1, 5, 5, 9], 3)
-    >>> edges.tolist(), cost
+    >>> edges.tolist(), round(cost, 9)
     ([0, 2, 4, 5], 0.0)
     """
     _, last, A = voptimal_table(x, k, full=False, engine=engine)

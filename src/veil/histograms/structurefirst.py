@@ -198,8 +198,8 @@ def optimal_structure_fraction(*, n: int, k: int, count_bound: float, epsilon: f
     --------
     >>> optimal_structure_fraction(n=4096, k=410, count_bound=1000, epsilon=1.0)
     0.05
-    >>> round(optimal_structure_fraction(n=64, k=4, count_bound=10, epsilon=50.0), 2)
-    0.32
+    >>> optimal_structure_fraction(n=64, k=4, count_bound=10, epsilon=50.0)
+    0.95
     """
     n = check_int(n, "n", minimum=1)
     k = check_int(k, "k", minimum=1)

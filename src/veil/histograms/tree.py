@@ -106,7 +106,11 @@ def tree_inference(noisy_levels, variances, branching: int) -> list[np.ndarray]:
     for lv in range(1, L):
         c = z[lv - 1].reshape(*lead, -1, b).sum(axis=-1)
         vc = b * vz[lv - 1]
-        if math.isfinite(var[lv]):
+        if var[lv] == 0.0:  # exact measurement (noise-free limit)
+            z[lv], vz[lv] = ys[lv], 0.0
+        elif vc == 0.0:
+            z[lv], vz[lv] = c, 0.0
+        elif math.isfinite(var[lv]):
             wy, wc = 1.0 / var[lv], 1.0 / vc
             z[lv] = (wy * ys[lv] + wc * c) / (wy + wc)
             vz[lv] = 1.0 / (wy + wc)
