@@ -164,3 +164,18 @@ def test_numpy_fallback_used_without_numba(monkeypatch):
         P.voptimal([1, 2, 3], 2, engine="numba")
     edges, cost = P.voptimal([1, 1, 9], 2)  # auto -> numpy
     assert edges.tolist() == [0, 2, 3] and cost == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_size_penalty_pruning_keeps_the_penalised_argmin(engine):
+    rng = np.random.default_rng(17)
+    for _ in range(60):
+        n = int(rng.integers(2, 40))
+        x = rng.normal(0, 5, n) + np.repeat(rng.integers(0, 50, 4), 10)[:n]
+        lam = float(rng.uniform(0.1, 200))
+        _, full, _ = P.voptimal_table(x, n, full=False, engine=engine)
+        _, pruned, _ = P.voptimal_table(x, n, full=False, engine=engine, size_penalty=lam)
+        ks = np.arange(1, n + 1)
+        assert np.argmin(full[1:] + lam * ks) == np.argmin(pruned[1:] + lam * ks)
+        done = np.isfinite(pruned[1:])
+        np.testing.assert_allclose(pruned[1:][done], full[1:][done], rtol=1e-12, atol=1e-9)

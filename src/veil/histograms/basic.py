@@ -78,6 +78,9 @@ def noise_first(counts, *, epsilon, k_max: int | None = None, merge: str = "auto
     epsilon : float or PureDP
     k_max : int, optional
         Largest bucket count considered (default ``n``: every k, as published).
+        Layers of the DP for k beyond the point where ``2 k sigma^2`` alone
+        exceeds the best corrected estimate are skipped; this pruning is exact
+        (SSE is non-negative), so the k chosen is the one over all ``k <= k_max``.
     merge : {'auto', 'always'}
         Per-bucket decision as above, or always publish bucket means.
     engine : {'auto', 'numba', 'numpy'}
@@ -100,7 +103,8 @@ def noise_first(counts, *, epsilon, k_max: int | None = None, merge: str = "auto
     k_max = n if k_max is None else check_k_bins(k_max, n, "k_max")
     noisy, var, scale = noisy_integers(x, b.epsilon, as_rng(rng))
     y = noisy.astype(np.float64)
-    _, last, A = voptimal_table(y, k_max, full=False, engine=engine)
+    # only k minimising SSE*(k) + 2 k var matters: stop layers once 2 k var alone is worse
+    _, last, A = voptimal_table(y, k_max, full=False, engine=engine, size_penalty=2.0 * var)
     ks = np.arange(1, k_max + 1)
     est = last[1:] - (n - 2 * ks) * var
     k = int(ks[np.argmin(est)])

@@ -90,8 +90,9 @@ def edges_to_labels(edges, n: int) -> np.ndarray:
 # --------------------------------------------------------------------------- V-optimal kernels
 
 @njit
-def _vopt_numba(P, P2, K, D, last, A):  # pragma: no cover - compiled
+def _vopt_numba(P, P2, K, D, last, A, lam):  # pragma: no cover - compiled
     n = P.size - 1
+    gbest = np.inf
     roll = D.shape[0] == 2
     for j in range(n + 1):
         D[0, j] = np.inf
@@ -107,6 +108,14 @@ def _vopt_numba(P, P2, K, D, last, A):  # pragma: no cover - compiled
         A[1, j] = 0
     last[1] = D[r1, n]
     for k in range(2, K + 1):
+        if lam > 0.0:
+            g = last[k - 1] + lam * (k - 1)
+            if g < gbest:
+                gbest = g
+            if lam * k >= gbest:  # no k' >= k can beat the best penalised cost
+                for kk in range(k, K + 1):
+                    last[kk] = np.inf
+                return k - 1
         cur = k % 2 if roll else k
         prv = (k - 1) % 2 if roll else k - 1
         for j in range(k):
@@ -134,9 +143,10 @@ def _vopt_numba(P, P2, K, D, last, A):  # pragma: no cover - compiled
             D[cur, j] = best
             A[k, j] = arg
         last[k] = D[cur, n]
+    return K
 
 
-def _vopt_numpy(P, P2, K, D, last, A, block: int = 512) -> None:
+def _vopt_numpy(P, P2, K, D, last, A, lam=0.0, block: int = 512) -> int:
     """Vectorized per layer (blocks of right ends ``j``); same recurrence, no pruning."""
     n = P.size - 1
     roll = D.shape[0] == 2
@@ -149,7 +159,13 @@ def _vopt_numpy(P, P2, K, D, last, A, block: int = 512) -> None:
     A[1, 1:] = 0
     last[0] = np.inf if n > 0 else 0.0
     last[1] = D[r1, n]
+    gbest = np.inf
     for k in range(2, K + 1):
+        if lam > 0.0:
+            gbest = min(gbest, last[k - 1] + lam * (k - 1))
+            if lam * k >= gbest:
+                last[k:] = np.inf
+                return k - 1
         cur = k % 2 if roll else k
         prv = (k - 1) % 2 if roll else k - 1
         D[cur, :k] = np.inf
@@ -167,6 +183,7 @@ def _vopt_numpy(P, P2, K, D, last, A, block: int = 512) -> None:
             D[cur, jj] = c[a, np.arange(jj.size)]
             A[k, jj] = ii[a]
         last[k] = D[cur, n]
+    return K
 
 
 def _check_engine(engine: str) -> str:
@@ -179,7 +196,8 @@ def _check_engine(engine: str) -> str:
     return engine
 
 
-def voptimal_table(x, k_max: int, *, full: bool = True, engine: str = "auto"):
+def voptimal_table(x, k_max: int, *, full: bool = True, engine: str = "auto",
+                   size_penalty: float = 0.0):
     """Run the V-optimal dynamic program for every bucket count up to ``k_max``.
 
     Parameters
@@ -192,6 +210,11 @@ def voptimal_table(x, k_max: int, *, full: bool = True, engine: str = "auto"):
         Keep the whole cost table ``D`` (shape ``(k_max+1, n+1)``); with
         ``False`` only two rows are kept (memory O(n) besides the split table).
     engine : {'auto', 'numba', 'numpy'}
+    size_penalty : float
+        ``lam > 0`` asks only for the ``k`` minimising ``last[k] + lam * k``
+        (NoiseFirst's choice of k): layers stop as soon as ``lam * k`` alone
+        reaches the best penalised cost so far -- exact, since ``last[k] >= 0``.
+        Layers not computed have ``last[k] = inf``.
 
     Returns
     -------
@@ -219,10 +242,11 @@ def voptimal_table(x, k_max: int, *, full: bool = True, engine: str = "auto"):
     D = np.empty((k_max + 1 if full else 2, n + 1), dtype=np.float64)
     last = np.empty(k_max + 1, dtype=np.float64)
     A = np.zeros((k_max + 1, n + 1), dtype=np.int32)
+    lam = float(size_penalty)
     if engine == "numba":
-        _vopt_numba(P, P2, k_max, D, last, A)
+        _vopt_numba(P, P2, k_max, D, last, A, lam)
     else:
-        _vopt_numpy(P, P2, k_max, D, last, A)
+        _vopt_numpy(P, P2, k_max, D, last, A, lam)
     return D, last, A
 
 
