@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import logsumexp
 
 from .budget import PureDP
 from .errors import ParameterError
@@ -111,6 +110,8 @@ def exponential_mechanism_probabilities(scores, *, epsilon: float, sensitivity: 
     if math.isinf(eps):
         p = (u == u.max()).astype(np.float64)
         return p / p.sum()
+    from scipy.special import logsumexp  # lazy: keeps `import veil` fast
+
     factor = 1.0 if monotonic else 2.0
     logits = eps * u / (factor * sensitivity)
     return np.exp(logits - logsumexp(logits))

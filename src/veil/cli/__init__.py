@@ -27,6 +27,7 @@ CAPABILITIES: list[tuple[str, str, str]] = [
     ("trajectory", "veil.cli.trajectory", "Release trajectories under temporal correlations (PIM, LM)."),
     ("table", "veil.cli.table", "Diversity-constrained k-anonymization and constraint reasoning."),
     ("batch", "veil.cli.batch", "Per-user batch jobs at scale (local or Dask)."),
+    ("noise", "veil.cli.noise", "Generic noise on a column of a file (geometric counts)."),
 ]
 
 app = typer.Typer(name="veil", no_args_is_help=True, add_completion=False,
@@ -72,29 +73,59 @@ from . import demo as _demo  # noqa: E402  (registers `veil demo` and `veil repo
 _register()
 
 
+def _click_exceptions():
+    """Click's exception module (typer >= 0.2x vendors click as ``typer._click``)."""
+    try:
+        from typer._click import exceptions as ex
+    except ImportError:  # pragma: no cover - older typer with click installed
+        import click.exceptions as ex
+    return ex
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the ``veil`` console script."""
+    """Entry point of the ``veil`` console script.
+
+    Exit codes: 0 success; 2 bad input (a usage error, a ``VeilError`` such as
+    ``ParameterError``/``DataError``, a ``ValueError`` or an ``OSError``), reported as
+    ONE line ``veil: error: ...`` on stderr (the full traceback only with ``--debug``);
+    1 an internal error (a bug: rerun with ``--debug``); 130 interrupted.
+    """
     args = sys.argv[1:] if argv is None else list(argv)
     debug = "--debug" in args
+    cx = _click_exceptions()
     try:
-        app(args=args, prog_name="veil", standalone_mode=False)
+        rv = app(args=args, prog_name="veil", standalone_mode=False)
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
     except (typer.Abort, KeyboardInterrupt):
         typer.echo("veil: interrupted", err=True)
         raise SystemExit(130) from None
+    except cx.NoArgsIsHelpError as exc:  # `veil noise` alone: show its help
+        typer.echo(exc.format_message())
+        raise SystemExit(0) from None
+    except cx.UsageError as exc:
+        hint = ""
+        if exc.ctx is not None:
+            hint = f" (see '{exc.ctx.command_path} --help')"
+        typer.echo(f"veil: error: {_one_line(exc.format_message())}{hint}", err=True)
+        raise SystemExit(2) from None
+    except cx.ClickException as exc:
+        typer.echo(f"veil: error: {_one_line(exc.format_message())}", err=True)
+        raise SystemExit(exc.exit_code or 2) from None
     except Exception as exc:  # noqa: BLE001 - the one place errors become exit codes
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            raise SystemExit(exc.exit_code) from None
         if debug:
             raise
         if isinstance(exc, VeilError | ValueError | OSError):
-            msg = " ".join(str(exc).split())
-            typer.echo(f"veil: error: {msg}", err=True)
+            typer.echo(f"veil: error: {_one_line(exc)}", err=True)
             raise SystemExit(2) from None
-        typer.echo(f"veil: internal error: {type(exc).__name__}: {exc} (rerun with --debug)",
-                   err=True)
+        typer.echo(f"veil: internal error: {type(exc).__name__}: {_one_line(exc)} "
+                   f"(rerun with --debug)", err=True)
         raise SystemExit(1) from None
+    # standalone_mode=False returns a command's return value, or the exit code of a
+    # `typer.Exit` raised inside a callback (e.g. --version, --help).
+    if isinstance(rv, int) and rv:
+        raise SystemExit(rv)

@@ -1,9 +1,22 @@
-"""Options shared by every ``veil`` command, so they read the same everywhere."""
+"""Options and helpers shared by every ``veil`` command, so they read the same everywhere.
+
+Conventions
+-----------
+- ``INPUT`` is a positional argument; its format comes from the extension unless
+  ``--input-format`` is given.
+- ``--epsilon/-e`` is the privacy budget; ``--seed`` is for experiments only.
+- ``--output/-o`` is written atomically, together with a ``<output>.meta.json``
+  sidecar describing the release (mechanism, budget, noise scale ...).
+- ``--format/-f`` is the output format; by default it follows the output's extension
+  (``.csv``, ``.parquet``, ``.json``), else CSV.
+- Bad input raises :class:`veil.errors.ParameterError` / :class:`veil.errors.DataError`;
+  ``veil.cli.main`` prints it as one line and exits with status 2.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -15,7 +28,24 @@ SEED = typer.Option(
 OUTPUT = typer.Option(..., "--output", "-o", help="Output file (written atomically).")
 FORMAT = typer.Option("csv", "--format", "-f", help="Output format: csv, parquet or json.")
 
+#: ``--format`` defaulting to the output file's extension (csv if it has none we know).
+OUTPUT_FORMAT = typer.Option(
+    None, "--format", "-f",
+    help="Output format: csv, parquet or json. Default: from the output's extension, else csv.")
+#: Input file argument (CSV, TSV, Parquet or JSON).
+INPUT = typer.Argument(..., help="Input file: .csv/.tsv, .parquet or .json (see --input-format).",
+                       show_default=False)
+#: ``--input-format`` overriding the input's extension.
+INPUT_FORMAT = typer.Option(None, "--input-format",
+                            help="Input format: csv, parquet or json. Default: from the extension.")
+#: ``--delimiter`` for CSV input (default ``,``; a tab for .tsv files).
+DELIMITER = typer.Option(None, "--delimiter",
+                         help="CSV field delimiter of the input (default ',', tab for .tsv).")
 
+__all__ = [
+    "EPSILON", "SEED", "OUTPUT", "FORMAT", "OUTPUT_FORMAT", "INPUT", "INPUT_FORMAT", "DELIMITER",
+    "output_path", "output_format", "read_input", "check_epsilon_option", "write_output", "echo_release",
+]
 
 
 def output_path(path: Path) -> Path:
@@ -25,4 +55,68 @@ def output_path(path: Path) -> Path:
     p = Path(path)
     if not p.parent.exists():
         raise ParameterError(f"--output: folder {str(p.parent)!r} does not exist")
+    if p.is_dir():
+        raise ParameterError(f"--output: {str(p)!r} is a folder; give a file name")
     return p
+
+
+def output_format(fmt: Optional[str], path: Path) -> str:
+    """The output format: ``--format`` if given, else from ``path``'s extension, else csv."""
+    from ..errors import ParameterError
+    from ..io import FORMATS, detect_format
+
+    try:
+        implied = detect_format(path)
+    except ParameterError:
+        implied = None
+    if fmt is not None:
+        try:
+            chosen = detect_format(path, fmt, option="--format")
+        except ParameterError as exc:
+            raise ParameterError(f"--format: {exc}") from None
+        if implied is not None and implied != chosen:
+            raise ParameterError(
+                f"--format {chosen} does not match the output name {str(path)!r} "
+                f"(a {implied} extension); rename the output or drop --format")
+        return chosen
+    return implied if implied is not None else FORMATS[0]
+
+
+def read_input(path: Path, *, columns: dict[str, str], input_format: Optional[str] = None,
+               **options: Any):
+    """Read INPUT with :func:`veil.io.read_table`; format errors name ``--input-format``."""
+    from ..errors import ParameterError
+    from ..io import detect_format, read_table
+
+    try:
+        fmt = detect_format(path, input_format, option="--input-format")
+    except ParameterError as exc:
+        opt = "--input-format" if input_format is not None else "INPUT"
+        raise ParameterError(f"{opt}: {exc}") from None
+    delimiter = options.get("delimiter")
+    if delimiter is not None and len(delimiter) != 1:
+        raise ParameterError(f"--delimiter must be a single character, got {delimiter!r}")
+    return read_table(path, columns=columns, format=fmt, **options)
+
+
+def check_epsilon_option(value: float, name: str = "--epsilon") -> float:
+    """Validate an epsilon given on the command line (finite and > 0)."""
+    from ..validation import check_epsilon
+
+    return check_epsilon(value, name)
+
+
+def write_output(release: Any, path: Path, fmt: Optional[str], *, name: str = "value"):
+    """Write a Release and its ``.meta.json`` sidecar atomically; return both paths."""
+    from ..io import write_release
+
+    path = output_path(path)
+    return write_release(release, path, format=output_format(fmt, path), name=name)
+
+
+def echo_release(release: Any, data: Path, meta: Path) -> None:
+    """One-line summary of a written release (to stderr, so stdout stays clean)."""
+    scale = release.noise_scale
+    scale_txt = f", noise scale {scale:.6g}" if isinstance(scale, int | float) else ""
+    typer.echo(f"wrote {data} and {meta.name} ({release.mechanism}, epsilon "
+               f"{release.epsilon:g}{scale_txt})", err=True)

@@ -1,0 +1,228 @@
+"""Job specification, fingerprint, manifest and the privacy ledger."""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..errors import BudgetExceededError, DataError, ParameterError
+from ..release import to_jsonable
+from ..validation import check_choice, check_int
+
+MANIFEST = "manifest.json"
+
+
+@dataclass
+class Job:
+    """A per-user batch job.
+
+    Parameters
+    ----------
+    input : str or Path
+        A CSV, Parquet or JSON file, a folder of Parquet files (partitioned
+        folders included) or a glob.
+    output : str or Path
+        Output folder: ``part-XXXXX.parquet`` partitions, their markers, and
+        ``manifest.json``.
+    task : str
+        Registered task name (see :func:`veil.engine.task_names`).
+    params : dict
+        The task's public parameters.
+    user_column : str
+        Column holding the user identifier.
+    columns : dict, optional
+        Map from the task's column names to the input's, when they differ.
+    buckets : int, optional
+        Number of user buckets (units of work). Default: about 200,000 input
+        rows per bucket, at least 16.
+    seed : int, optional
+        **Experiments only**: makes every bucket's noise reproducible, so a
+        resumed run equals an uninterrupted one. Never publish seeded output.
+    workers : int
+        Processes (local) or Dask workers.
+    engine : {"local", "dask"}
+    scheduler : str, optional
+        Address of an existing Dask scheduler (``tcp://host:8786``); default
+        starts a local cluster.
+    resume : bool
+        Continue an interrupted run of the same job in ``output``.
+    spend_again : bool
+        Allow a new release for users that already received one from the same
+        input (each release spends the per-user budget again).
+    ledger : str or Path, optional
+        Privacy ledger file (default ``$VEIL_LEDGER`` or
+        ``~/.local/share/veil/ledger.json``).
+    progress : bool
+        Show a progress bar.
+    """
+
+    input: str | Path
+    output: str | Path
+    task: str
+    params: dict[str, Any] = field(default_factory=dict)
+    user_column: str = "user"
+    columns: dict[str, str] = field(default_factory=dict)
+    buckets: int | None = None
+    seed: int | None = None
+    workers: int = 1
+    engine: str = "local"
+    scheduler: str | None = None
+    resume: bool = False
+    spend_again: bool = False
+    ledger: str | Path | None = None
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        self.output = Path(self.output)
+        self.workers = check_int(self.workers, "workers", minimum=1)
+        check_choice(self.engine, "engine", ("local", "dask"))
+        if self.buckets is not None:
+            self.buckets = check_int(self.buckets, "buckets", minimum=1, maximum=100_000)
+        if self.seed is not None:
+            check_int(self.seed, "seed", minimum=0)
+        if self.scheduler is not None and self.engine != "dask":
+            raise ParameterError("--scheduler only applies to --engine dask")
+
+    def input_files(self) -> list[str]:
+        """The concrete input files, in a stable order (clear error when there are none)."""
+        p = str(self.input)
+        if os.path.isdir(p):
+            files = sorted(glob.glob(os.path.join(p, "**", "*.parquet"), recursive=True))
+            if not files:
+                files = sorted(glob.glob(os.path.join(p, "**", "*.csv"), recursive=True))
+        elif any(ch in p for ch in "*?["):
+            files = sorted(glob.glob(p, recursive=True))
+        else:
+            files = [p] if os.path.exists(p) else []
+        if not files:
+            raise DataError("input not found or holds no .parquet/.csv files", path=p)
+        return files
+
+    def input_identity(self) -> dict[str, Any]:
+        files = self.input_files()
+        return {"files": [[os.path.abspath(f), os.path.getsize(f), int(os.path.getmtime(f))]
+                          for f in files]}
+
+    def fingerprint(self) -> str:
+        """Identifies the job: same input files, task, parameters, columns and seeding."""
+        spec = {"input": self.input_identity(), "task": self.task,
+                "params": to_jsonable(self.params), "user_column": self.user_column,
+                "columns": self.columns, "buckets": self.buckets,
+                "seeded": self.seed is not None, "seed": self.seed}
+        return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:32]
+
+    def describe(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["input"] = str(self.input)
+        d["output"] = str(self.output)
+        d["ledger"] = str(self.ledger) if self.ledger else None
+        d["params"] = to_jsonable(self.params)
+        d.pop("progress", None)
+        return d
+
+
+@dataclass
+class JobResult:
+    """What a finished job reports."""
+
+    output: Path
+    buckets: int
+    buckets_run: int
+    rows_in: int
+    rows_out: int
+    users: int
+    epsilon_per_user: float
+    seconds: float
+    engine: str
+    workers: int
+
+    @property
+    def users_per_second(self) -> float:
+        return self.users / self.seconds if self.seconds > 0 else float("inf")
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "w") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def read_manifest(output: Path) -> dict[str, Any] | None:
+    p = Path(output) / MANIFEST
+    if not p.exists():
+        return None
+    try:
+        return json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise DataError(f"manifest is unreadable ({exc}); remove the folder or choose another "
+                        "--output", path=str(p)) from None
+
+
+def write_manifest(output: Path, manifest: dict[str, Any]) -> None:
+    _atomic_write_text(Path(output) / MANIFEST, json.dumps(to_jsonable(manifest), indent=2,
+                                                           sort_keys=True))
+
+
+def new_manifest(job: Job, fingerprint: str, epsilon: float, buckets: int) -> dict[str, Any]:
+    return {"veil_version": __version__, "job_fingerprint": fingerprint, "job": job.describe(),
+            "epsilon_per_user": epsilon, "buckets": buckets, "status": "running",
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": 1}
+
+
+# --------------------------------------------------------------------------- ledger
+def ledger_path(job: Job) -> Path:
+    if job.ledger:
+        return Path(job.ledger)
+    env = os.environ.get("VEIL_LEDGER")
+    if env:
+        return Path(env)
+    return Path.home() / ".local" / "share" / "veil" / "ledger.json"
+
+
+def check_and_record_ledger(job: Job, epsilon: float, fingerprint: str) -> None:
+    """Refuse a second release of the same input's users unless ``spend_again``.
+
+    The ledger maps an input identity (absolute paths, sizes, modification
+    times) to the releases made from it. A release is recorded when the job
+    starts: a partial release already spent budget.
+    """
+    if epsilon <= 0:
+        return
+    path = ledger_path(job)
+    key = hashlib.sha256(json.dumps(job.input_identity(), sort_keys=True).encode()).hexdigest()[:32]
+    data: dict[str, Any] = {}
+    if path.exists():
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise DataError(f"privacy ledger is unreadable ({exc})", path=str(path)) from None
+    entries = data.get(key, [])
+    here = str(Path(job.output).resolve())
+
+    def same_release(e: dict[str, Any]) -> bool:  # the same job into the same folder (a resume)
+        return e.get("job_fingerprint") == fingerprint and e.get("output") == here
+
+    previous = [e for e in entries if not same_release(e)]
+    if previous and not job.spend_again:
+        spent = sum(float(e["epsilon_per_user"]) for e in entries)
+        raise BudgetExceededError(
+            f"the users of {job.input} already received {len(previous)} release(s) spending "
+            f"epsilon {spent:g} per user (ledger {path}); a fresh release spends {epsilon:g} more "
+            "per user: pass --spend-again to accept that")
+    if not any(same_release(e) for e in entries):
+        entries.append({"job_fingerprint": fingerprint, "task": job.task,
+                        "epsilon_per_user": epsilon, "output": here,
+                        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+        data[key] = entries
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True))

@@ -1,0 +1,107 @@
+"""Tasks the engine can run: a per-user (or per-bucket) function and its budget rule."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import ParameterError
+from ..validation import check_choice
+
+PerUser = Callable[[str, dict[str, np.ndarray], dict[str, Any], np.random.Generator],
+                   dict[str, np.ndarray]]
+PerBucket = Callable[[dict[str, np.ndarray], dict[str, Any], np.random.Generator],
+                     dict[str, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Task:
+    """A unit of per-user work.
+
+    Attributes
+    ----------
+    name : str
+    columns : tuple of str
+        Input columns the task needs besides the user column (in this order).
+    per_bucket : callable
+        ``f(arrays, params, rng) -> dict of output columns`` over one bucket whose
+        arrays are sorted by user (``arrays["user"]`` included). Output must
+        contain a ``user`` column.
+    epsilon : callable
+        ``params -> float``: the budget each user's release spends (0 for
+        non-DP tasks such as deterministic sanitization).
+    order_by : tuple of str
+        Secondary sort keys inside a user (e.g. time).
+    validate : callable
+        ``params -> params``: checks parameters before any work starts.
+    """
+
+    name: str
+    columns: tuple[str, ...]
+    per_bucket: PerBucket
+    epsilon: Callable[[dict[str, Any]], float] = lambda p: 0.0
+    order_by: tuple[str, ...] = ()
+    validate: Callable[[dict[str, Any]], dict[str, Any]] = lambda p: p
+    description: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+_TASKS: dict[str, Task] = {}
+# Tasks provided by capability modules, imported on first use.
+_LAZY = {
+    "visits-hide": "veil.engine.tasks",
+    "trajectories": "veil.engine.tasks",
+    "count-noise": "veil.engine.tasks",
+}
+
+
+def register_task(task: Task) -> Task:
+    """Register ``task`` under its name (re-registering the same name replaces it)."""
+    _TASKS[task.name] = task
+    return task
+
+
+def task_names() -> list[str]:
+    return sorted(set(_TASKS) | set(_LAZY))
+
+
+def get_task(name: str) -> Task:
+    """Return the task called ``name`` (did-you-mean error otherwise)."""
+    if name not in _TASKS and name in _LAZY:
+        importlib.import_module(_LAZY[name])
+    if name not in _TASKS:
+        check_choice(name, "task", tuple(task_names()))
+        raise ParameterError(f"task {name!r} is not available")
+    return _TASKS[name]
+
+
+def per_user(fn: PerUser) -> PerBucket:
+    """Lift a per-user function to a per-bucket one over user-sorted arrays.
+
+    ``fn(user, arrays_of_that_user, params, rng) -> dict of output columns``
+    is called once per user on views (no copies) of the sorted arrays; its
+    outputs are concatenated. A ``user`` column is added.
+    """
+
+    def bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
+               rng: np.random.Generator) -> dict[str, np.ndarray]:
+        users = arrays["user"]
+        if users.size == 0:
+            return {"user": users[:0]}
+        starts = np.flatnonzero(np.r_[True, users[1:] != users[:-1]])
+        ends = np.r_[starts[1:], users.size]
+        parts: list[dict[str, np.ndarray]] = []
+        for s, e in zip(starts.tolist(), ends.tolist()):
+            view = {k: v[s:e] for k, v in arrays.items()}
+            out = fn(users[s], view, params, rng)
+            m = len(next(iter(out.values()))) if out else 0
+            out = {"user": np.repeat(users[s:s + 1], m), **out}
+            parts.append(out)
+        keys = parts[0].keys()
+        return {k: np.concatenate([p[k] for p in parts]) for k in keys}
+
+    bucket.__name__ = getattr(fn, "__name__", "per_user")
+    return bucket

@@ -1,0 +1,586 @@
+"""Readers for CSV, Parquet and JSON files through DuckDB, with schema checks.
+
+Every problem in an input file becomes a :class:`veil.errors.DataError` that
+names the file, the 1-based data row (the header is not counted) and the
+column, and says what was found and what was expected. Checks run in SQL
+(``TRY_CAST``) and numpy over whole columns; no Python loop touches the rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import DataError, ParameterError
+from ..validation import check_choice
+
+__all__ = [
+    "FORMATS",
+    "KINDS",
+    "detect_format",
+    "read_table",
+    "read_columns",
+    "read_points",
+    "read_counts",
+    "read_checkins",
+]
+
+#: File formats veil reads and writes.
+FORMATS: tuple[str, ...] = ("csv", "parquet", "json")
+
+#: Column kinds understood by :func:`read_table` and what they check.
+KINDS: dict[str, str] = {
+    "float": "a finite real number (float64)",
+    "int": "an integer (int64)",
+    "count": "a non-negative integer count (int64)",
+    "lat": "a latitude in degrees, finite and within [-90, 90] (float64)",
+    "lon": "a longitude in degrees, finite and within [-180, 180] (float64)",
+    "str": "text (any non-missing value, read as a string)",
+    "time": "a number (float64) or a date/time (datetime64[us])",
+}
+
+_EXTENSIONS: dict[str, str] = {
+    ".csv": "csv", ".tsv": "csv", ".tab": "csv", ".txt": "csv",
+    ".parquet": "parquet", ".pq": "parquet",
+    ".json": "json", ".jsonl": "json", ".ndjson": "json",
+}
+
+_NUMERIC_KINDS = ("float", "int", "count", "lat", "lon")
+_EXACT_LIMIT = 2.0 ** 52
+_DUCK_NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+                 "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "REAL")
+
+
+def detect_format(path: str | os.PathLike, format: str | None = None, *,
+                  option: str = "format=") -> str:
+    """Return the file format: ``format`` if given, else from the file's extension.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file (only its name is used).
+    format : {'csv', 'parquet', 'json'}, optional
+        Explicit format; overrides the extension.
+    option : str
+        How the caller spells the format option, for the message (e.g. ``--input-format``).
+
+    Raises
+    ------
+    ParameterError
+        If ``format`` is not a known format, or it is ``None`` and the extension is unknown.
+
+    Examples
+    --------
+    >>> detect_format("visits.parquet")
+    'parquet'
+    >>> detect_format("data.bin", "csv")
+    'csv'
+    """
+    if format is not None:
+        return check_choice(str(format).lower(), "format", FORMATS)
+    suffix = Path(path).suffix.lower()
+    if suffix in _EXTENSIONS:
+        return _EXTENSIONS[suffix]
+    raise ParameterError(
+        f"cannot tell the format of {str(path)!r} from its extension {suffix or '(none)'!r}; "
+        f"use a .csv, .tsv, .parquet or .json name, or pass {option} "
+        f"(one of {', '.join(FORMATS)})")
+
+
+def _connect():
+    """A private in-memory DuckDB connection with no progress bar and ordered results."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
+    con.execute("SET preserve_insertion_order = true")
+    # DuckDB 2.0's type_pushdown turns TRY_CAST(varchar_col AS BIGINT) over read_csv into a
+    # typed CSV read that raises on a bad value instead of yielding NULL; keep TRY_CAST exact.
+    try:
+        con.execute("SET disabled_optimizers = 'type_pushdown'")
+    except duckdb.Error:  # pragma: no cover - older DuckDB without that optimizer
+        pass
+    return con
+
+
+def _sql_str(s: str) -> str:
+    """A SQL string literal (single quotes doubled)."""
+    return "'" + str(s).replace("'", "''") + "'"
+
+
+def _ident(name: str) -> str:
+    return '"' + str(name).replace('"', '""') + '"'
+
+
+def _check_file(path: Path) -> None:
+    spath = str(path)
+    if not path.exists():
+        parent = path.parent
+        hint = ""
+        if parent.is_dir():
+            near = difflib.get_close_matches(path.name, os.listdir(parent), n=1)
+            if near:
+                hint = f"; did you mean {str(parent / near[0])!r}?"
+        raise DataError(f"no such file{hint}", path=spath)
+    if path.is_dir():
+        raise DataError("is a folder, not a file", path=spath)
+    if not os.access(path, os.R_OK):
+        raise DataError("is not readable (permission denied)", path=spath)
+    if path.stat().st_size == 0:
+        raise DataError("the file is empty (0 bytes): expected a header and data rows",
+                        path=spath)
+
+
+def _first_ragged_row(path: Path, delimiter: str, header: bool) -> tuple[int | None, str] | None:
+    """On the error path only: (row, message) for the first row whose field count differs."""
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.reader(fh, delimiter=delimiter)
+            first = next(reader, None)
+            if first is None:
+                return None
+            width = len(first)
+            for i, rec in enumerate(reader, start=1 if header else 2):
+                if rec and len(rec) != width:
+                    what = "the header has" if header else "row 1 has"
+                    return i, (f"has {len(rec)} field(s) but {what} {width}; "
+                               f"check the delimiter {delimiter!r} and quoting")
+    except UnicodeDecodeError as exc:
+        return None, f"is not UTF-8 text (byte {exc.start} of a line cannot be decoded)"
+    except (csv.Error, OSError) as exc:
+        return None, f"cannot be parsed as CSV: {exc}"
+    return None
+
+
+def _duck_error(exc: Exception, path: Path, fmt: str, delimiter: str, header: bool) -> DataError:
+    """Turn a DuckDB reading error into a DataError with the file and, if known, the row."""
+    msg = str(exc)
+    spath = str(path)
+    if fmt == "csv":
+        if "invalid unicode" in msg.lower():
+            m = re.search(r"Line:\s*(\d+)", msg)
+            row = None
+            if m:
+                row = int(m.group(1)) - (1 if header else 0)
+            return DataError("is not UTF-8 encoded text (garbled or binary file?); "
+                             "re-save it as UTF-8 CSV", path=spath,
+                             row=row if row and row > 0 else None)
+        m = re.search(r"Line:\s*(\d+).*?Expected Number of Columns:\s*(\d+)\s*Found:\s*(\d+)",
+                      msg, re.S)
+        if m:
+            line, want, got = (int(g) for g in m.groups())
+            return DataError(f"has {got} field(s) but the header has {want}; check the "
+                             f"delimiter {delimiter!r} and quoting", path=spath,
+                             row=line - (1 if header else 0))
+        detail = _first_ragged_row(path, delimiter, header)
+        if detail is not None:
+            return DataError(detail[1], path=spath, row=detail[0])
+        first = msg.strip().splitlines()[0] if msg.strip() else type(exc).__name__
+        return DataError(f"cannot be read as CSV (delimiter {delimiter!r}): {first}", path=spath)
+    first = msg.strip().splitlines()[0] if msg.strip() else type(exc).__name__
+    first = re.sub(r"^[A-Za-z ]*Error:\s*", "", first)
+    label = {"parquet": "Parquet", "json": "JSON"}[fmt]
+    return DataError(f"cannot be read as {label} (corrupt or not a {label} file?): {first}",
+                     path=spath)
+
+
+def _source_sql(path: Path, fmt: str, *, delimiter: str, header: bool,
+                names: list[str] | None, all_varchar: bool) -> str:
+    p = _sql_str(str(path))
+    if fmt == "csv":
+        opts = [f"header={'true' if header else 'false'}", f"delim={_sql_str(delimiter)}",
+                "quote='\"'", "escape='\"'", "skip=0", "strict_mode=true",
+                "null_padding=false", "comment=''", "allow_quoted_nulls=false"]
+        if all_varchar:
+            opts.append("all_varchar=true")
+        if names is not None:
+            opts.append("names=[" + ", ".join(_sql_str(n) for n in names) + "]")
+        return f"read_csv({p}, {', '.join(opts)})"
+    if fmt == "parquet":
+        return f"read_parquet({p})"
+    return f"read_json_auto({p})"
+
+
+def _bigint_expr(name: str, src_type: str) -> str:
+    """Exact BIGINT parse of a column (used only for integers beyond 2**52)."""
+    col = _ident(name)
+    base = src_type.upper()
+    if base == "JSON":
+        col = f"({col} ->> '$')"
+        base = "VARCHAR"
+    if base in _DUCK_NUMERIC or base == "VARCHAR" or base.startswith("DECIMAL"):
+        return f"TRY_CAST({col} AS BIGINT)"
+    return "CAST(NULL AS BIGINT)"
+
+
+def _cast_exprs(name: str, src_type: str, kind: str) -> list[str]:
+    """SQL expressions for one declared column: the parsed value(s) and a missing flag."""
+    col = _ident(name)
+    base = src_type.upper()
+    if base == "JSON":
+        col = f"({col} ->> '$')"
+        base = "VARCHAR"
+    out = [f"({col} IS NULL) AS {_ident('__null__' + name)}"]
+    if kind in _NUMERIC_KINDS:
+        if base.startswith(("TIMESTAMP", "DATE", "TIME", "INTERVAL", "STRUCT", "LIST", "MAP",
+                            "BLOB")) or base.endswith("[]"):
+            out.append(f"CAST(NULL AS DOUBLE) AS {_ident('__f__' + name)}")
+        else:
+            out.append(f"TRY_CAST({col} AS DOUBLE) AS {_ident('__f__' + name)}")
+    elif kind == "str":
+        out.append(f"CAST({col} AS VARCHAR) AS {_ident('__s__' + name)}")
+    elif kind == "time":
+        if base.startswith(("TIMESTAMP", "DATE")):
+            out.append(f"CAST(NULL AS DOUBLE) AS {_ident('__f__' + name)}")
+            out.append(f"CAST({col} AS TIMESTAMP) AS {_ident('__t__' + name)}")
+        elif base in _DUCK_NUMERIC or base.startswith("DECIMAL"):
+            out.append(f"CAST({col} AS DOUBLE) AS {_ident('__f__' + name)}")
+            out.append(f"CAST(NULL AS TIMESTAMP) AS {_ident('__t__' + name)}")
+        else:
+            out.append(f"TRY_CAST({col} AS DOUBLE) AS {_ident('__f__' + name)}")
+            out.append(f"TRY_CAST(CAST({col} AS VARCHAR) AS TIMESTAMP) "
+                       f"AS {_ident('__t__' + name)}")
+    return out
+
+
+def _raw_value(con, src: str, name: str, row_index: int) -> str:
+    """The raw text of one cell (error path only), for the message."""
+    try:
+        rows = con.sql(f"SELECT CAST({_ident(name)} AS VARCHAR) FROM {src} "
+                       f"LIMIT 1 OFFSET {int(row_index)}").fetchall()
+        val = rows[0][0] if rows else None
+    except Exception:  # noqa: BLE001 - only decorates a message
+        return "?"
+    if val is None:
+        return "(missing)"
+    text = str(val)
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
+def _first(mask: np.ndarray) -> int | None:
+    idx = np.flatnonzero(mask)
+    return int(idx[0]) if idx.size else None
+
+
+def _missing_column_error(path: str, want: str, have: list[str]) -> DataError:
+    lower = {h.lower(): h for h in have}
+    hint = ""
+    if len(have) == 1:
+        for sep in (";", "\t", "|", ",", " "):
+            if sep in have[0]:
+                hint = (f"; the header looks {sep!r}-delimited: pass delimiter={sep!r} "
+                        f"(--delimiter on the command line)")
+                break
+    if not hint and want.lower() in lower:
+        hint = f"; did you mean {lower[want.lower()]!r}? (names are case-sensitive)"
+    elif not hint:
+        near = difflib.get_close_matches(want, have, n=1, cutoff=0.6)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+    shown = ", ".join(repr(h) for h in have[:12]) + (" ..." if len(have) > 12 else "")
+    return DataError(f"no such column{hint} (the file has: {shown})", path=path, column=want)
+
+
+def _validate_kinds(columns: Mapping[str, str] | None) -> dict[str, str] | None:
+    if columns is None:
+        return None
+    if isinstance(columns, str) or not isinstance(columns, Mapping):
+        raise ParameterError(
+            f"columns must be a dict mapping column name to kind, got {columns!r}")
+    if not columns:
+        raise ParameterError("columns must name at least one column")
+    out: dict[str, str] = {}
+    for name, kind in columns.items():
+        if not isinstance(name, str) or not name:
+            raise ParameterError(f"column names must be non-empty strings, got {name!r}")
+        out[name] = check_choice(kind, f"kind of column {name!r}", tuple(KINDS))
+    return out
+
+
+def read_table(path: str | os.PathLike, *, columns: Mapping[str, str] | None = None,
+               format: str | None = None, delimiter: str | None = None, header: bool = True,
+               names: list[str] | None = None, keep_others: bool = False) -> pa.Table:
+    """Read a CSV, Parquet or JSON file through DuckDB and check its schema.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The input file.
+    columns : dict of str to str, optional
+        Columns to read, mapping each name to a kind (see :data:`KINDS`): ``'float'``,
+        ``'int'``, ``'count'`` (>= 0), ``'lat'``, ``'lon'``, ``'str'`` or ``'time'``.
+        Each declared column must exist, have no missing cell and parse as its kind.
+        ``None`` reads every column as DuckDB types it, unchecked.
+    format : {'csv', 'parquet', 'json'}, optional
+        Default: from the extension (``.csv``/``.tsv``/``.txt``, ``.parquet``/``.pq``,
+        ``.json``/``.jsonl``/``.ndjson``).
+    delimiter : str, optional
+        CSV field delimiter; default ``','``, or a tab for ``.tsv``/``.tab`` files.
+    header : bool
+        Whether a CSV file starts with a header line (default ``True``). Without one,
+        columns are named ``column0``, ``column1`` ... unless ``names`` is given.
+    names : list of str, optional
+        Column names for a CSV file (replace the header's names).
+    keep_others : bool
+        With ``columns``, also return the other columns unchanged (CSV: as text, so they
+        round-trip exactly); all columns then come in the file's order.
+
+    Returns
+    -------
+    pyarrow.Table
+        The declared columns in the order given (file order with ``keep_others``), typed float64 / int64 / string /
+        timestamp[us].
+
+    Raises
+    ------
+    DataError
+        Naming the file, 1-based data row and column: missing or empty file, unreadable or
+        garbled content, missing column (with a did-you-mean), missing or non-numeric value,
+        non-integer or negative count, NaN/inf, latitude or longitude out of range, no data rows.
+    ParameterError
+        For an unknown format or kind.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "p.csv").write_text("lat,lon\\n48.85,2.35\\n40.71,-74.0\\n")
+    >>> t = read_table(d / "p.csv", columns={"lat": "lat", "lon": "lon"})
+    >>> t.num_rows, t.column_names
+    (2, ['lat', 'lon'])
+    """
+    import duckdb
+
+    kinds = _validate_kinds(columns)
+    path = Path(os.fspath(path))
+    fmt = detect_format(path, format)
+    if delimiter is None:
+        delimiter = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
+    elif not isinstance(delimiter, str) or len(delimiter) != 1:
+        raise ParameterError(f"delimiter must be a single character, got {delimiter!r}")
+    if names is not None and (isinstance(names, str) or not all(isinstance(n, str) for n in names)):
+        raise ParameterError(f"names must be a list of strings, got {names!r}")
+    _check_file(path)
+    spath = str(path)
+
+    con = _connect()
+    try:
+        src = _source_sql(path, fmt, delimiter=delimiter, header=header, names=names,
+                          all_varchar=kinds is not None)
+        try:
+            described = con.sql(f"DESCRIBE SELECT * FROM {src}").fetchall()
+        except duckdb.Error as exc:
+            raise _duck_error(exc, path, fmt, delimiter, header) from None
+        have = [r[0] for r in described]
+        types = {r[0]: str(r[1]) for r in described}
+
+        if kinds is None:
+            exprs = ["*"]
+        else:
+            for name in kinds:
+                if name not in types:
+                    raise _missing_column_error(spath, name, have)
+            exprs = []
+            for name, kind in kinds.items():
+                exprs.extend(_cast_exprs(name, types[name], kind))
+            others = [h for h in have if h not in kinds] if keep_others else []
+            exprs.extend(_ident(h) for h in others)
+        # One scan of the file; insertion order is preserved, so index i is data row i + 1.
+        try:
+            got = con.sql(f"SELECT {', '.join(exprs)} FROM {src}").to_arrow_table()
+        except duckdb.Error as exc:
+            raise _duck_error(exc, path, fmt, delimiter, header) from None
+        if got.num_rows == 0:
+            raise DataError("has no data rows (only a header?)", path=spath)
+        if kinds is None:
+            return got
+
+        checked = {name: _check_column(con, src, spath, name, kind, got, types[name])
+                   for name, kind in kinds.items()}
+        if not keep_others:
+            return pa.table(checked)
+        return pa.table({h: checked[h] if h in checked else got.column(h) for h in have})
+    finally:
+        con.close()
+
+
+def _check_column(con, src: str, path: str, name: str, kind: str, got: pa.Table,
+                  src_type: str):
+    """Vectorized checks of one declared column; returns the converted Arrow array."""
+    missing = got.column("__null__" + name).to_numpy()
+    i = _first(missing)
+    if i is not None:
+        raise DataError(f"missing value (empty cell); every row needs a {kind} here "
+                        f"({KINDS[kind]})", path=path, row=i + 1, column=name)
+    if kind == "str":
+        return got.column("__s__" + name).combine_chunks()
+
+    if kind == "time":
+        f = got.column("__f__" + name)
+        t = got.column("__t__" + name)
+        f_ok = ~np.asarray(f.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        t_ok = ~np.asarray(t.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        if f_ok.all():
+            vals = f.to_numpy().astype(np.float64)
+            i = _first(~np.isfinite(vals))
+            if i is not None:
+                raise DataError(f"time must be finite, got {vals[i]!r}", path=path,
+                                row=i + 1, column=name)
+            return pa.array(vals, type=pa.float64())
+        if t_ok.all():
+            return t.combine_chunks().cast(pa.timestamp("us"))
+        bad = ~(t_ok if t_ok.sum() >= f_ok.sum() else f_ok)
+        i = _first(bad)
+        raise DataError(f"{_raw_value(con, src, name, i)} is not a time (expected "
+                        f"{KINDS['time']}, e.g. 2012-04-03 18:00:09 or 13.5)",
+                        path=path, row=i + 1, column=name)
+
+    fcol = got.column("__f__" + name)
+    fnull = np.asarray(fcol.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    i = _first(fnull)
+    if i is not None:
+        raise DataError(f"{_raw_value(con, src, name, i)} is not a number (expected "
+                        f"{KINDS[kind]})", path=path, row=i + 1, column=name)
+    vals = fcol.to_numpy().astype(np.float64, copy=False)
+    finite = np.isfinite(vals)
+    i = _first(~finite)
+    if i is not None:
+        what = {"lat": "latitude", "lon": "longitude"}.get(kind, "value")
+        raise DataError(f"{what} must be finite, got {_raw_value(con, src, name, i)} "
+                        f"(NaN/inf not allowed)", path=path, row=i + 1, column=name)
+    if kind == "lat":
+        i = _first((vals < -90.0) | (vals > 90.0))
+        if i is not None:
+            raise DataError(f"latitude {vals[i]!r} is outside [-90, 90] (are latitude and "
+                            f"longitude swapped?)", path=path, row=i + 1, column=name)
+        return pa.array(vals, type=pa.float64())
+    if kind == "lon":
+        i = _first((vals < -180.0) | (vals > 180.0))
+        if i is not None:
+            raise DataError(f"longitude {vals[i]!r} is outside [-180, 180]", path=path,
+                            row=i + 1, column=name)
+        return pa.array(vals, type=pa.float64())
+    if kind == "float":
+        return pa.array(vals, type=pa.float64())
+
+    # int / count
+    i = _first(vals != np.round(vals))
+    if i is not None:
+        label = "integer count" if kind == "count" else "integer"
+        raise DataError(f"{_raw_value(con, src, name, i)} is not an {label} (expected "
+                        f"{KINDS[kind]})", path=path, row=i + 1, column=name)
+    if np.abs(vals).max() < _EXACT_LIMIT:
+        ints = vals.astype(np.int64)  # integral doubles below 2**52 are exact
+    else:  # large integers: parse the text again as BIGINT so no digit is lost
+        icol = con.sql(f"SELECT {_bigint_expr(name, src_type)} FROM {src}").to_arrow_table()
+        icol = icol.column(0)
+        inull = np.asarray(icol.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        i = _first(inull)
+        if i is not None:
+            raise DataError(f"{_raw_value(con, src, name, i)} does not fit in a 64-bit "
+                            f"integer", path=path, row=i + 1, column=name)
+        ints = icol.to_numpy().astype(np.int64, copy=False)
+    if kind == "count":
+        i = _first(ints < 0)
+        if i is not None:
+            raise DataError(f"count {int(ints[i])} is negative; counts must be >= 0",
+                            path=path, row=i + 1, column=name)
+    return pa.array(ints, type=pa.int64())
+
+
+def _to_numpy(col) -> np.ndarray:
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        return np.asarray(col.to_pylist(), dtype=object)
+    return col.to_numpy(zero_copy_only=False)
+
+
+def read_columns(path: str | os.PathLike, *, columns: Mapping[str, str] | None = None,
+                 format: str | None = None, **options: Any) -> dict[str, np.ndarray]:
+    """Like :func:`read_table` but return a dict of numpy arrays (text as object arrays).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "c.csv"
+    >>> _ = f.write_text("bin,n\\na,3\\nb,0\\n")
+    >>> cols = read_columns(f, columns={"n": "count"})
+    >>> cols["n"].tolist()
+    [3, 0]
+    """
+    table = read_table(path, columns=columns, format=format, **options)
+    return {name: _to_numpy(table.column(name)) for name in table.column_names}
+
+
+def read_points(path: str | os.PathLike, *, lat: str = "lat", lon: str = "lon",
+                format: str | None = None, **options: Any) -> np.ndarray:
+    """Read points as an ``(n, 2)`` float64 array of ``[lat, lon]`` in degrees.
+
+    Latitudes must lie in [-90, 90] and longitudes in [-180, 180]; NaN/inf rejected.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "pts.csv"
+    >>> _ = f.write_text("y,x\\n39.9,116.4\\n")
+    >>> read_points(f, lat="y", lon="x").tolist()
+    [[39.9, 116.4]]
+    """
+    if lat == lon:
+        raise ParameterError(f"lat and lon must be different columns, both are {lat!r}")
+    cols = read_columns(path, columns={lat: "lat", lon: "lon"}, format=format, **options)
+    return np.column_stack([cols[lat], cols[lon]])
+
+
+def read_counts(path: str | os.PathLike, *, column: str = "count",
+                format: str | None = None, **options: Any) -> np.ndarray:
+    """Read one column of non-negative integer counts as an int64 array.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "h.csv"
+    >>> _ = f.write_text("age,count\\n20,5\\n30,7\\n")
+    >>> read_counts(f).tolist()
+    [5, 7]
+    """
+    return read_columns(path, columns={column: "count"}, format=format, **options)[column]
+
+
+def read_checkins(path: str | os.PathLike, *, user: str = "user", category: str = "category",
+                  time: str | None = None, format: str | None = None,
+                  **options: Any) -> dict[str, np.ndarray]:
+    """Read check-ins: ``user`` and ``category`` as text, optional ``time``.
+
+    Returns a dict with keys ``'user'``, ``'category'`` (object arrays of str) and, if
+    ``time`` is given, ``'time'`` (float64 or datetime64[us]).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "ci.csv"
+    >>> _ = f.write_text("uid,cat\\n1,Food\\n2,Gym\\n")
+    >>> ci = read_checkins(f, user="uid", category="cat")
+    >>> ci["user"].tolist(), ci["category"].tolist()
+    (['1', '2'], ['Food', 'Gym'])
+    """
+    wanted = {user: "str", category: "str"}
+    if len(wanted) < 2:
+        raise ParameterError(f"user and category must be different columns, both are {user!r}")
+    if time is not None:
+        if time in wanted:
+            raise ParameterError(f"time column {time!r} is also used as user or category")
+        wanted[time] = "time"
+    cols = read_columns(path, columns=wanted, format=format, **options)
+    out = {"user": cols[user], "category": cols[category]}
+    if time is not None:
+        out["time"] = cols[time]
+    return out

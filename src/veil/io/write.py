@@ -1,0 +1,340 @@
+"""Atomic writers: a failure never leaves a partial output or a temporary file.
+
+Each writer writes to a temporary file in the target's own folder (so the final
+``os.replace`` is an atomic rename on the same file system), flushes it to disk
+with ``fsync`` and only then renames it over the target. If anything fails, the
+temporary file is removed and the target is left as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import ParameterError
+from ..release import Release, to_jsonable
+from .read import FORMATS, _connect, detect_format
+
+__all__ = [
+    "atomic_path",
+    "atomic_paths",
+    "sidecar_path",
+    "to_arrow",
+    "write_table",
+    "write_json",
+    "write_release",
+]
+
+_TMP_PREFIX = ".veil-tmp-"
+
+
+def _check_target(target: Path, name: str = "output") -> Path:
+    target = Path(os.fspath(target))
+    if str(target) in ("", "."):
+        raise ParameterError(f"{name}: an output file name is required, got {str(target)!r}")
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        raise ParameterError(f"{name}: folder {str(parent)!r} does not exist "
+                             f"(create it first), cannot write {str(target)!r}")
+    if target.is_dir():
+        raise ParameterError(f"{name}: {str(target)!r} is a folder, not a file name")
+    return target
+
+
+def _final_mode(target: Path) -> int:
+    """Permissions for a new output: the old file's, else 0o666 minus the umask.
+
+    (``mkstemp`` creates 0o600 files; an output should be as readable as any other.)
+    """
+    try:
+        return target.stat().st_mode & 0o7777
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def _unlink_quietly(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+@contextlib.contextmanager
+def atomic_paths(*targets: str | os.PathLike) -> Iterator[list[Path]]:
+    """Yield temporary paths for several targets; commit all of them or none.
+
+    On success each temporary file is fsynced and renamed over its target (in order).
+    If the body raises, or a rename fails, every temporary file is removed and every
+    target already renamed in this call is removed too, so a set of outputs (data +
+    sidecar) is never left half written.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> with atomic_paths(d / "a.txt", d / "b.txt") as (ta, tb):
+    ...     _ = ta.write_text("a"); _ = tb.write_text("b")
+    >>> sorted(p.name for p in d.iterdir())
+    ['a.txt', 'b.txt']
+    """
+    finals = [_check_target(Path(os.fspath(t))) for t in targets]
+    if len({os.path.abspath(f) for f in finals}) != len(finals):
+        raise ParameterError(f"output files must be distinct, got {[str(f) for f in finals]}")
+    temps: list[Path] = []
+    try:
+        for final in finals:
+            fd, name = tempfile.mkstemp(prefix=_TMP_PREFIX + final.name + ".",
+                                        suffix=".tmp", dir=final.parent if str(final.parent) else ".")
+            os.close(fd)
+            temps.append(Path(name))
+            os.chmod(name, _final_mode(final))
+        yield temps
+        for tmp, final in zip(temps, finals, strict=True):
+            if not tmp.exists():
+                raise FileNotFoundError(f"nothing was written for {str(final)!r}")
+            _fsync_file(tmp)
+    except BaseException:
+        for tmp in temps:
+            _unlink_quietly(tmp)
+        raise
+    done: list[Path] = []
+    try:
+        for tmp, final in zip(temps, finals, strict=True):
+            os.replace(tmp, final)
+            done.append(final)
+    except BaseException:
+        for tmp in temps:
+            _unlink_quietly(tmp)
+        for final in done:
+            _unlink_quietly(final)
+        raise
+    for folder in {f.parent for f in finals}:
+        _fsync_dir(folder if str(folder) else Path("."))
+
+
+@contextlib.contextmanager
+def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path next to ``target``; rename it over ``target`` on success.
+
+    Write the whole output to the yielded path. When the ``with`` body finishes, the file
+    is fsynced and atomically renamed to ``target``. If the body raises, the temporary
+    file is removed and ``target`` is untouched (an existing file keeps its old content).
+
+    Raises
+    ------
+    ParameterError
+        If the target's folder does not exist or the target is a folder.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "result.txt"
+    >>> with atomic_path(out) as tmp:
+    ...     _ = tmp.write_text("done")
+    >>> out.read_text()
+    'done'
+    """
+    with atomic_paths(target) as (tmp,):
+        yield tmp
+
+
+def to_arrow(data: Any, *, name: str = "value") -> pa.Table:
+    """Convert a table-like value to a :class:`pyarrow.Table`.
+
+    Accepts a ``pyarrow.Table``, a pandas ``DataFrame``, a mapping of column name to 1-D
+    array, or a single 1-D array (one column called ``name``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> to_arrow({"a": np.arange(3), "b": ["x", "y", "z"]}).column_names
+    ['a', 'b']
+    >>> to_arrow(np.array([1.5, 2.5]), name="noisy").num_rows
+    2
+    """
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if type(data).__name__ == "DataFrame" and hasattr(data, "columns"):
+        return pa.Table.from_pandas(data, preserve_index=False)
+    if isinstance(data, Mapping):
+        if not data:
+            raise ParameterError("the table to write has no columns")
+        cols: dict[str, Any] = {}
+        length = None
+        for key, col in data.items():
+            arr = col if isinstance(col, pa.Array | pa.ChunkedArray) else np.asarray(col)
+            if isinstance(arr, np.ndarray) and arr.ndim != 1:
+                raise ParameterError(f"column {key!r} must be one-dimensional, "
+                                     f"got shape {arr.shape}")
+            if length is None:
+                length = len(arr)
+            elif len(arr) != length:
+                raise ParameterError(f"column {key!r} has {len(arr)} values, "
+                                     f"the first column has {length}")
+            cols[str(key)] = arr
+        return pa.table(cols)
+    arr = np.asarray(data)
+    if arr.ndim != 1:
+        raise ParameterError(f"a value to write as a table must be one-dimensional or a dict of "
+                             f"columns, got shape {arr.shape}")
+    return pa.table({name: arr})
+
+
+_COPY_OPTIONS = {"csv": "FORMAT csv, HEADER true",
+                 "parquet": "FORMAT parquet",
+                 "json": "FORMAT json, ARRAY true"}
+
+
+def _copy(arrow: pa.Table, tmp: Path, fmt: str, final: Path) -> None:
+    """Write ``arrow`` to ``tmp`` with DuckDB's COPY (errors name the final output)."""
+    import duckdb
+
+    con = _connect()
+    try:
+        con.register("__out", arrow)
+        target = "'" + str(tmp).replace("'", "''") + "'"
+        try:
+            con.execute(f"COPY __out TO {target} ({_COPY_OPTIONS[fmt]})")
+        except duckdb.Error as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise OSError(f"cannot write {str(final)!r} as {fmt}: {first}") from None
+    finally:
+        con.close()
+
+
+def write_table(table: Any, path: str | os.PathLike, *, format: str | None = None) -> Path:
+    """Write a table atomically as CSV (with header), Parquet or JSON (array of records).
+
+    Parameters
+    ----------
+    table : pyarrow.Table, pandas.DataFrame, dict of 1-D arrays, or 1-D array
+    path : str or path-like
+        The output file; its folder must exist.
+    format : {'csv', 'parquet', 'json'}, optional
+        Default: from the extension.
+
+    Returns
+    -------
+    pathlib.Path
+        The written file.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, numpy as np
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+    >>> _ = write_table({"bin": np.array([1, 2]), "n": np.array([5, 0])}, out)
+    >>> out.read_text().splitlines()
+    ['bin,n', '1,5', '2,0']
+    """
+    path = Path(os.fspath(path))
+    fmt = detect_format(path, format)
+    arrow = to_arrow(table)
+    with atomic_path(path) as tmp:
+        _copy(arrow, tmp, fmt, path)
+    return path
+
+
+def write_json(obj: Any, path: str | os.PathLike) -> Path:
+    """Write ``obj`` as indented JSON, atomically (numpy values and budgets converted).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, numpy as np
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "o.json"
+    >>> _ = write_json({"eps": np.float64(0.5)}, out)
+    >>> out.read_text()
+    '{\\n  "eps": 0.5\\n}\\n'
+    """
+    text = json.dumps(to_jsonable(obj), indent=2, sort_keys=True, allow_nan=False)
+    with atomic_path(path) as tmp:
+        tmp.write_text(text + "\n", encoding="utf-8")
+    return Path(os.fspath(path))
+
+
+def sidecar_path(path: str | os.PathLike) -> Path:
+    """The metadata sidecar of an output: ``<path>.meta.json``.
+
+    Examples
+    --------
+    >>> sidecar_path("out/noisy.parquet").as_posix()
+    'out/noisy.parquet.meta.json'
+    """
+    p = Path(os.fspath(path))
+    return p.with_name(p.name + ".meta.json")
+
+
+def write_release(release: Release, path: str | os.PathLike, *, format: str | None = None,
+                  name: str = "value") -> tuple[Path, Path]:
+    """Write a release's value and its metadata sidecar ``<path>.meta.json``, atomically.
+
+    Both files are written to temporary files first and renamed together: if either
+    write fails, neither output exists afterwards.
+
+    Parameters
+    ----------
+    release : Release
+    path : str or path-like
+        Output for the value (table-like: see :func:`to_arrow`).
+    format : {'csv', 'parquet', 'json'}, optional
+        Default: from the extension.
+    name : str
+        Column name used when the value is a single array.
+
+    Returns
+    -------
+    (pathlib.Path, pathlib.Path)
+        The data file and the sidecar.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from veil import geometric_mechanism, make_rng
+    >>> r = geometric_mechanism([3, 4], epsilon=1.0, rng=make_rng(seed=1))
+    >>> data, meta = write_release(r, pathlib.Path(tempfile.mkdtemp()) / "h.csv")
+    >>> meta.name
+    'h.csv.meta.json'
+    """
+    if not isinstance(release, Release):
+        raise ParameterError(f"release must be a veil Release, got {type(release).__name__}")
+    path = Path(os.fspath(path))
+    fmt = detect_format(path, format)
+    if fmt not in FORMATS:  # pragma: no cover - detect_format guarantees it
+        raise ParameterError(f"format must be one of {FORMATS}, got {fmt!r}")
+    arrow = to_arrow(release.value, name=name)
+    meta = release.sidecar_json()
+    side = sidecar_path(path)
+    with atomic_paths(path, side) as (tmp_data, tmp_meta):
+        _copy(arrow, tmp_data, fmt, path)
+        tmp_meta.write_text(meta + "\n", encoding="utf-8")
+    return path, side

@@ -1,0 +1,1 @@
+"""Plots and the self-contained HTML report (``veil demo``, ``veil report``)."""

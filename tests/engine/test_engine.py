@@ -1,0 +1,212 @@
+"""The batch engine: correctness, determinism, resume after faults, accounting, bad input."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from veil.engine import Job, run_job
+from veil.engine.runner import part_is_valid
+from veil.errors import BudgetExceededError, DataError, ParameterError
+
+sys.path.insert(0, str(Path(__file__).parent))
+import helpers  # noqa: E402,F401  (registers the test tasks)
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+CATS = ["a", "b", "c"]
+
+
+@pytest.fixture(autouse=True)
+def _ledger(tmp_path, monkeypatch):
+    monkeypatch.setenv("VEIL_LEDGER", str(tmp_path / "ledger.json"))
+
+
+def _checkins(path: Path, n=30_000, users=2_000, seed=0):
+    g = np.random.default_rng(seed)
+    pq.write_table(pa.table({"uid": np.char.add("u", g.integers(0, users, n).astype(str)),
+                             "category": g.choice(["a", "b", "c", "d"], n)}), path)
+    return path
+
+
+def _rows(out: Path):
+    return duckdb.sql(f"SELECT * FROM read_parquet('{out}/part-*.parquet') "
+                      "ORDER BY ALL").fetchall()
+
+
+def _job(inp, out, **kw):
+    kw.setdefault("params", {"categories": CATS, "epsilon": 1.0})
+    kw.setdefault("user_column", "uid")
+    kw.setdefault("progress", False)
+    return Job(inp, out, kw.pop("task", "count-noise"), **kw)
+
+
+def test_per_user_results_match_direct_computation(tmp_path):
+    inp = _checkins(tmp_path / "in.parquet")
+    res = run_job(_job(inp, tmp_path / "out", task="test-row-count", params={}, buckets=7))
+    got = {u: (r, d) for u, r, d in _rows(tmp_path / "out")}
+    want = duckdb.sql(f"SELECT uid, count(*), count(DISTINCT category) FROM '{inp}' "
+                      "GROUP BY uid").fetchall()
+    assert got == {u: (r, d) for u, r, d in want}
+    assert res.users == len(want) and res.rows_in == 30_000
+    man = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert man["status"] == "complete" and len(man["parts"]) == 7
+    assert not (tmp_path / "out" / "_staging").exists()
+
+
+def test_same_seed_same_output_across_workers_and_engines(tmp_path):
+    inp = _checkins(tmp_path / "in.parquet")
+    run_job(_job(inp, tmp_path / "o1", seed=5, workers=1))
+    run_job(_job(inp, tmp_path / "o2", seed=5, workers=2, spend_again=True))
+    a, b = _rows(tmp_path / "o1"), _rows(tmp_path / "o2")
+    assert a == b and len(a) == 4 * 2_000
+    noisy = np.array([r[2] for r in a])
+    assert noisy.std() > 0  # noise was added
+
+
+def test_unseeded_runs_differ(tmp_path):
+    inp = _checkins(tmp_path / "in.parquet")
+    run_job(_job(inp, tmp_path / "o1"))
+    run_job(_job(inp, tmp_path / "o2", spend_again=True))
+    assert _rows(tmp_path / "o1") != _rows(tmp_path / "o2")
+
+
+def test_damaged_parts_are_detected_and_redone(tmp_path):
+    inp = _checkins(tmp_path / "in.parquet")
+    ref = tmp_path / "ref"
+    run_job(_job(inp, ref, seed=1, buckets=8))
+    out = tmp_path / "out"
+    job = _job(inp, out, seed=1, buckets=8, spend_again=True)
+    run_job(job)
+    # simulate a crash: truncated part, missing marker, stale temp file, status running
+    p3 = out / "part-00003.parquet"
+    p3.write_bytes(p3.read_bytes()[:50])
+    (out / "part-00005.json").unlink()
+    (out / ".part-00006.parquet.tmp-999").write_bytes(b"partial")
+    man = json.loads((out / "manifest.json").read_text())
+    man["status"] = "running"
+    (out / "manifest.json").write_text(json.dumps(man))
+    assert not part_is_valid(out, 3) and not part_is_valid(out, 5)
+    with pytest.raises(ParameterError, match="--resume"):
+        run_job(_job(inp, out, seed=1, buckets=8, spend_again=True))
+    res = run_job(_job(inp, out, seed=1, buckets=8, resume=True))
+    assert res.buckets_run == 2
+    assert _rows(out) == _rows(ref)
+    assert not list(out.glob(".part-*"))
+
+
+_KILL_SCRIPT = """
+import sys, os
+sys.path.insert(0, {src!r})
+os.environ["VEIL_LEDGER"] = {ledger!r}
+from veil.engine import Job, run_job
+if __name__ == "__main__":
+    run_job(Job({inp!r}, {out!r}, "count-noise", params={{"categories": ["a", "b", "c"],
+            "epsilon": 1.0}}, user_column="uid", seed=9, buckets=60, workers={workers},
+            resume=True, spend_again=True, progress=False))
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_killed_runs_resume_to_the_uninterrupted_output(tmp_path, sig):
+    inp = _checkins(tmp_path / "in.parquet", n=120_000, users=20_000)
+    ref = tmp_path / "ref"
+    run_job(_job(inp, ref, seed=9, buckets=60))
+    out = tmp_path / "out"
+    script = tmp_path / "run.py"
+    script.write_text(_KILL_SCRIPT.format(src=SRC, ledger=str(tmp_path / "ledger.json"),
+                                          inp=str(inp), out=str(out), workers=1))
+    g = np.random.default_rng(0)
+    kills = 0
+    for _ in range(6):
+        proc = subprocess.Popen([sys.executable, str(script)], start_new_session=True)
+        time.sleep(float(g.uniform(0.8, 2.5)))
+        if proc.poll() is None:
+            os.killpg(proc.pid, sig)
+            kills += 1
+        proc.wait()
+        man = out / "manifest.json"
+        if man.exists() and json.loads(man.read_text())["status"] == "complete":
+            break
+    subprocess.run([sys.executable, str(script)], check=True)
+    assert kills >= 1
+    assert _rows(out) == _rows(ref)
+    users = [r[0] for r in _rows(out)]
+    assert len(users) == 4 * len(set(users))  # every user exactly once (4 rows each)
+
+
+def test_ledger_refuses_second_release_without_spend_again(tmp_path):
+    inp = _checkins(tmp_path / "in.parquet")
+    run_job(_job(inp, tmp_path / "o1"))
+    with pytest.raises(BudgetExceededError, match="--spend-again"):
+        run_job(_job(inp, tmp_path / "o2"))
+    assert not (tmp_path / "o2").exists()
+    with pytest.raises(ParameterError, match="already complete"):
+        run_job(_job(inp, tmp_path / "o1"))
+    res = run_job(_job(inp, tmp_path / "o2", spend_again=True))
+    assert res.epsilon_per_user == 1.0
+    ledger = json.loads((tmp_path / "ledger.json").read_text())
+    assert [e["epsilon_per_user"] for e in next(iter(ledger.values()))] == [1.0, 1.0]
+    man = json.loads((tmp_path / "o2" / "manifest.json").read_text())
+    assert man["epsilon_per_user"] == 1.0
+
+
+def test_bad_inputs_fail_clearly_and_overwrite_nothing(tmp_path):
+    inp = _checkins(tmp_path / "in.parquet")
+    with pytest.raises(DataError, match="missing column.*'user'"):
+        run_job(_job(inp, tmp_path / "o", user_column="user"))
+    assert not (tmp_path / "o" / "manifest.json").exists()
+    # mixed schemas across partitions
+    part = tmp_path / "parts"
+    part.mkdir()
+    pq.write_table(pa.table({"uid": ["x"], "category": ["a"]}), part / "p1.parquet")
+    pq.write_table(pa.table({"uid": [1], "category": ["a"]}), part / "p2.parquet")
+    with pytest.raises(DataError, match="schema differs"):
+        run_job(_job(part, tmp_path / "o3"))
+    # an output folder from a different job
+    run_job(_job(inp, tmp_path / "o4"))
+    before = sorted(p.name for p in (tmp_path / "o4").iterdir())
+    with pytest.raises(DataError, match="different job"):
+        run_job(_job(inp, tmp_path / "o4", params={"categories": ["a"], "epsilon": 1.0},
+                     spend_again=True))
+    assert sorted(p.name for p in (tmp_path / "o4").iterdir()) == before
+    # a non-empty folder that is not a veil output
+    (tmp_path / "o5").mkdir()
+    (tmp_path / "o5" / "keep.txt").write_text("mine")
+    with pytest.raises(DataError, match="not empty"):
+        run_job(_job(inp, tmp_path / "o5", spend_again=True))
+    assert (tmp_path / "o5" / "keep.txt").read_text() == "mine"
+    with pytest.raises(DataError, match="not found"):
+        run_job(_job(tmp_path / "nope.parquet", tmp_path / "o6"))
+    with pytest.raises(ParameterError, match="categories"):
+        run_job(_job(inp, tmp_path / "o7", params={"categories": [], "epsilon": 1.0}))
+    with pytest.raises(ParameterError, match="did you mean"):
+        run_job(_job(inp, tmp_path / "o8", task="count-nois"))
+    with pytest.raises(ParameterError, match="engine"):
+        _job(inp, tmp_path / "o9", engine="spark")
+
+
+def test_failing_task_leaves_a_resumable_run(tmp_path):
+    inp = _checkins(tmp_path / "in.parquet")
+    with pytest.raises(RuntimeError, match="on purpose"):
+        run_job(_job(inp, tmp_path / "o", task="test-boom", params={}))
+    man = json.loads((tmp_path / "o" / "manifest.json").read_text())
+    assert man["status"] == "running"
+    assert not list((tmp_path / "o").glob("part-*"))
+
+
+def test_dask_engine_matches_local(tmp_path):
+    pytest.importorskip("distributed")
+    inp = _checkins(tmp_path / "in.parquet")
+    run_job(_job(inp, tmp_path / "local", seed=4, buckets=6))
+    run_job(_job(inp, tmp_path / "dask", seed=4, buckets=6, engine="dask", workers=2,
+                 spend_again=True))
+    assert _rows(tmp_path / "local") == _rows(tmp_path / "dask")

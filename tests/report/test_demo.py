@@ -1,0 +1,267 @@
+"""``veil demo`` end to end: every existing section, self-contained output, rebuild, failures."""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+import re
+import textwrap
+
+import pytest
+
+from veil.report import core
+from veil.report.demo import DemoSectionError, run_demo
+from veil.report.html import rebuild_report
+
+SAMPLERS = "veil.report.sections.samplers"
+
+
+def _existing_modules() -> list[str]:
+    return [m for m in core.SECTION_MODULES if importlib.util.find_spec(m) is not None]
+
+
+@pytest.fixture(scope="module")
+def quick_demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo") / "report"
+    index = run_demo(out, quick=True)
+    return out, index
+
+
+def test_quick_demo_writes_every_existing_section(quick_demo):
+    out, index = quick_demo
+    assert index == out / "index.html" and index.is_file()
+    doc = index.read_text(encoding="utf-8")
+    meta = json.loads((out / "meta.json").read_text())
+    mods = _existing_modules()
+    assert SAMPLERS in mods
+    assert [s["module"] for s in meta["sections"]] == mods
+    assert meta["seed"] is None and meta["quick"] is True
+    for entry in meta["sections"]:
+        assert entry["status"] == "ok", entry
+        sec = json.loads((out / "sections" / f"{entry['id']}.json").read_text())
+        assert sec["status"] == "ok"
+        assert f'id="{entry["id"]}"' in doc and f'href="#{entry["id"]}"' in doc
+        assert sec["title"].split(":")[0] in doc
+        # every figure is in the page, with its numbers table
+        assert doc.count(f'id="{entry["id"]}-fig') == len(sec["figures"])
+        for f in sec["figures"]:
+            assert f["png_base64"] in doc
+    assert "randomness: OS entropy" in doc
+
+
+def test_quick_demo_is_self_contained(quick_demo):
+    _, index = quick_demo
+    doc = index.read_text(encoding="utf-8")
+    assert "http://" not in doc and "https://" not in doc
+    assert "<script" not in doc.lower() and "<link" not in doc.lower() and "url(" not in doc
+    for attr in re.findall(r'\b(?:src|href|srcset)\s*=\s*"([^"]*)"', doc):
+        assert attr.startswith(("data:image/png;base64,", "#")), attr[:80]
+    imgs = re.findall(r'<img[^>]*\ssrc="([^"]*)"', doc)
+    assert len(imgs) >= 4  # the samplers section alone has four figures
+    for src in imgs:
+        png = base64.b64decode(src.split(",", 1)[1], validate=True)
+        assert src.startswith("data:image/png;base64,") and png[:4] == b"\x89PNG"
+    assert doc.count("<img ") == doc.count("Numbers behind figure")
+
+
+def test_samplers_section_content(quick_demo):
+    out, _ = quick_demo
+    sec = json.loads((out / "sections" / "samplers.json").read_text())
+    assert len(sec["figures"]) == 4
+    n = sec["parameters"]["draws per check"]
+    assert n == 20_000
+    dl, radius, scatter, em = sec["figures"]
+    assert sum(r[1] for r in dl["data"]["rows"]) == n              # every draw counted once
+    assert sum(r[2] for r in scatter["data"]["rows"]) == n
+    assert sum(r[3] for r in em["data"]["rows"]) == n
+    assert abs(sum(r[2] for r in em["data"]["rows"]) - 1) < 1e-9   # probabilities sum to 1
+    assert sec["how_to"].strip()
+    # goodness of fit at alpha = 1e-6 (the samplers are exact, so this fails ~1e-6 of runs)
+    for k, v in sec["results"].items():
+        if k.endswith("p-value"):
+            assert v > 1e-6, (k, v)
+
+
+def test_fit_test_of_the_section_has_power():
+    """The chi-square helper rejects a wrong scale (x1.3) at alpha = 1e-6."""
+    import numpy as np
+
+    from veil.report.sections.samplers import _chi2_pvalue
+    from veil.samplers import discrete_laplace, discrete_laplace_pmf
+
+    z = discrete_laplace(2.6, size=20_000)
+    zs = np.arange(-8, 9)
+    obs = np.bincount(np.clip(z, -9, 9) + 9, minlength=19).astype(float)
+    pmf = discrete_laplace_pmf(zs, 2.0)
+    tail = (1 - pmf.sum()) / 2
+    exp = 20_000 * np.concatenate(([tail], pmf, [tail]))
+    assert _chi2_pvalue(obs, exp)[1] < 1e-6
+
+
+def test_rebuild_reproduces_the_report(quick_demo):
+    out, index = quick_demo
+    before = index.read_bytes()
+    index.unlink()
+    assert rebuild_report(out) == index
+    assert index.read_bytes() == before
+
+
+def test_seeded_demo_is_reproducible_and_says_so(tmp_path):
+    a = run_demo(tmp_path / "a", seed=5, quick=True, modules=[SAMPLERS], progress=False)
+    b = run_demo(tmp_path / "b", seed=5, quick=True, modules=[SAMPLERS], progress=False)
+    sa = json.loads((a.parent / "sections" / "samplers.json").read_text())
+    sb = json.loads((b.parent / "sections" / "samplers.json").read_text())
+    assert sa["results"] == sb["results"]
+    assert [f["data"] for f in sa["figures"]] == [f["data"] for f in sb["figures"]]
+    doc = a.read_text(encoding="utf-8")
+    assert "seed 5 \u2014 experiments only" in doc and "Seeded run" in doc
+    c = run_demo(tmp_path / "c", seed=6, quick=True, modules=[SAMPLERS], progress=False)
+    sc = json.loads((c.parent / "sections" / "samplers.json").read_text())
+    assert sc["results"] != sa["results"]
+
+
+@pytest.fixture
+def broken_modules(tmp_path, monkeypatch):
+    pkg = tmp_path / "mods"
+    pkg.mkdir()
+    (pkg / "veiltest_raises.py").write_text(textwrap.dedent("""
+        def build(ctx):
+            ctx.progress("about to fail")
+            raise ValueError("deliberate failure for the test")
+    """))
+    (pkg / "veiltest_nobuild.py").write_text("X = 1\n")
+    (pkg / "veiltest_wrongtype.py").write_text("def build(ctx):\n    return {'id': 'x'}\n")
+    monkeypatch.syspath_prepend(str(pkg))
+    return ["veiltest_raises", SAMPLERS, "veiltest_nobuild", "veiltest_wrongtype",
+            "veil.report.sections.does_not_exist", "no_such_package.section"]
+
+
+def test_failing_sections_are_reported_and_raise(tmp_path, broken_modules):
+    out = tmp_path / "rep"
+    with pytest.raises(DemoSectionError) as err:
+        run_demo(out, quick=True, modules=broken_modules, progress=False)
+    assert err.value.index == out / "index.html" and err.value.index.is_file()
+    assert [sid for sid, _ in err.value.failures] == [
+        "veiltest_raises", "veiltest_nobuild", "veiltest_wrongtype"]
+    assert "deliberate failure for the test" in str(err.value)
+    doc = err.value.index.read_text(encoding="utf-8")
+    assert "ValueError: deliberate failure for the test" in doc
+    assert "has no build(ctx) function" in doc and "not a Section" in doc
+    assert doc.count('class="status failed"') == 3 and doc.count('class="status ok"') == 1
+    assert "3 of 4 sections failed" in doc
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["skipped_modules"] == ["veil.report.sections.does_not_exist",
+                                       "no_such_package.section"]
+    assert [s["status"] for s in meta["sections"]] == ["failed", "ok", "failed", "failed"]
+    # the failure is saved too, so `veil report` shows it again
+    assert rebuild_report(out).read_text(encoding="utf-8") == doc
+
+
+def test_failing_section_without_raise(tmp_path, broken_modules):
+    index = run_demo(tmp_path / "r", quick=True, modules=broken_modules[:2], progress=False,
+                     raise_on_failure=False)
+    assert "deliberate failure" in index.read_text(encoding="utf-8")
+
+
+def test_duplicate_section_ids_do_not_overwrite(tmp_path):
+    index = run_demo(tmp_path / "d", quick=True, modules=[SAMPLERS, SAMPLERS], progress=False)
+    files = sorted(p.name for p in (index.parent / "sections").iterdir())
+    assert files == ["samplers-2.json", "samplers.json"]
+
+
+def test_output_that_is_a_file_is_rejected(tmp_path):
+    from veil.errors import ParameterError
+
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(ParameterError, match="not a folder"):
+        run_demo(f, quick=True, modules=[SAMPLERS], progress=False)
+
+
+def test_progress_is_shown(tmp_path, capsys):
+    run_demo(tmp_path / "p", quick=True, modules=[SAMPLERS], progress=True)
+    err = capsys.readouterr().err
+    assert "samplers" in err and " s" in err and "1 section(s)" in err
+
+
+# ---------------------------------------------------------------- CLI
+
+def _cli(args):
+    from veil.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    return exc.value.code
+
+
+def test_cli_demo_and_report(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(core, "SECTION_MODULES", [SAMPLERS])
+    out = tmp_path / "cli"
+    from veil.cli import main
+
+    main(["demo", "--output", str(out), "--quick", "--seed", "3"])  # returns normally
+    assert "report written to" in capsys.readouterr().out
+    assert "seed 3" in (out / "index.html").read_text(encoding="utf-8")
+    (out / "index.html").unlink()
+    main(["report", str(out)])
+    assert (out / "index.html").is_file()
+
+
+def test_cli_demo_exits_nonzero_when_a_section_fails(tmp_path, monkeypatch, capsys,
+                                                     broken_modules):
+    monkeypatch.setattr(core, "SECTION_MODULES", broken_modules[:2])
+    out = tmp_path / "cli"
+    assert _cli(["demo", "-o", str(out), "--quick"]) == 1
+    err = capsys.readouterr().err
+    assert "deliberate failure" in err and str(out / "index.html") in err
+    assert (out / "index.html").is_file()
+
+
+def test_cli_report_on_bad_folder_is_a_one_line_error(tmp_path, capsys):
+    assert _cli(["report", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("veil: error:") and "not a folder" in err and "\n" not in err
+
+
+def test_samplers_how_to_commands_run():
+    """The "run it on your data" commands of the samplers section work as written."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from veil.report.sections.samplers import HOW_TO
+
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    cmds = [c for c in HOW_TO.splitlines() if c.strip() and not c.startswith("#")]
+    assert len(cmds) == 2
+    for cmd in cmds:
+        argv = shlex.split(cmd)
+        assert argv[0] == "python"
+        out = subprocess.run([sys.executable, *argv[1:]], env=env, capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip()
+
+
+def test_warnings_of_a_section_are_recorded(tmp_path, monkeypatch):
+    pkg = tmp_path / "wmods"
+    pkg.mkdir()
+    (pkg / "veiltest_warns.py").write_text(textwrap.dedent("""
+        import warnings
+        from veil.errors import PrivacyWarning
+        from veil.report.core import Section
+
+        def build(ctx):
+            warnings.warn("bins were taken from the data", PrivacyWarning)
+            warnings.warn("bins were taken from the data", PrivacyWarning)
+            return Section("w", "Warns", "nothing")
+    """))
+    monkeypatch.syspath_prepend(str(pkg))
+    index = run_demo(tmp_path / "w", quick=True, modules=["veiltest_warns"], progress=False)
+    sec = json.loads((index.parent / "sections" / "w.json").read_text())
+    assert sec["warnings"] == ["PrivacyWarning: bins were taken from the data"]
+    assert "PrivacyWarning: bins were taken from the data" in index.read_text(encoding="utf-8")
