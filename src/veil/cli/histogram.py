@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Optional
@@ -24,46 +22,11 @@ _FORMATS = (".csv", ".parquet", ".json")
 
 # ----------------------------------------------------------------------------- input
 
-def _relation(path: Path):
-    import duckdb
+def read_values(path: Path, column: str) -> np.ndarray:
+    """One value per record (finite numbers; a missing or non-numeric value is an error)."""
+    from ..io import read_columns
 
-    p = Path(path)
-    if not p.exists():
-        raise DataError("input file not found", path=str(p))
-    suffix = p.suffix.lower()
-    con = duckdb.connect()
-    try:
-        if suffix == ".parquet":
-            rel = con.read_parquet(str(p))
-        elif suffix in (".csv", ".tsv", ".txt"):
-            rel = con.read_csv(str(p))
-        else:
-            raise DataError(f"unsupported input format {suffix!r}: use .csv or .parquet",
-                            path=str(p))
-    except duckdb.Error as exc:
-        raise DataError(f"cannot read the file: {exc}", path=str(p)) from None
-    return con, rel
-
-
-def read_column(path: Path, column: str) -> np.ndarray:
-    """Read one column through DuckDB as float64 (NULLs kept as NaN)."""
-    import duckdb
-
-    con, rel = _relation(path)
-    try:
-        if column not in rel.columns:
-            raise DataError(f"no such column; the file has {', '.join(rel.columns)}",
-                            path=str(path), column=column)
-        try:
-            col = rel.select(duckdb.ColumnExpression(column).cast("DOUBLE").alias("v")).fetchnumpy()["v"]
-        except duckdb.Error as exc:
-            raise DataError(f"values must be numeric: {str(exc).splitlines()[0]}",
-                            path=str(path), column=column) from None
-    finally:
-        con.close()
-    arr = np.ma.filled(np.ma.asarray(col, dtype=np.float64), np.nan) if np.ma.isMaskedArray(col) \
-        else np.asarray(col, dtype=np.float64)
-    return arr
+    return np.asarray(read_columns(path, columns={column: "float"})[column], dtype=np.float64)
 
 
 def parse_bins(spec: Optional[str], *, values: Optional[np.ndarray],
@@ -111,51 +74,6 @@ def parse_bins(spec: Optional[str], *, values: Optional[np.ndarray],
     return edges
 
 
-# ----------------------------------------------------------------------------- output
-
-def _write_table(path: Path, columns: dict[str, np.ndarray]) -> None:
-    import pyarrow as pa
-
-    table = pa.table(columns)
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        pq.write_table(table, path)
-    elif suffix == ".json":
-        path.write_text(json.dumps({k: np.asarray(v).tolist() for k, v in columns.items()}))
-    else:
-        import pyarrow.csv as pcsv
-
-        pcsv.write_csv(table, path)
-
-
-def write_atomically(output: Path, columns: dict[str, np.ndarray], sidecar: str) -> Path:
-    """Write the table and its JSON sidecar (``OUTPUT.json``) via temp files + os.replace."""
-    output = Path(output)
-    if output.suffix.lower() not in _FORMATS:
-        raise ParameterError(f"--output must end in {', '.join(_FORMATS)}, got {output.name!r}")
-    if not output.parent.exists():
-        raise ParameterError(f"--output: folder {str(output.parent)!r} does not exist")
-    side = output.with_name(output.name + ".json")
-    tmps = []
-    try:
-        for target in (output, side):
-            fd, tmp = tempfile.mkstemp(prefix=".veil-tmp-", suffix=target.suffix,
-                                       dir=target.parent)
-            os.close(fd)
-            tmps.append(Path(tmp))
-        _write_table(tmps[0], columns)
-        tmps[1].write_text(sidecar)
-        os.replace(tmps[0], output)
-        os.replace(tmps[1], side)
-    finally:
-        for t in tmps:
-            if t.exists():
-                t.unlink()
-    return side
-
-
 # ----------------------------------------------------------------------------- commands
 
 @app.command("publish")
@@ -192,25 +110,26 @@ def publish_cmd(
 
     check_epsilon(epsilon, "--epsilon")
     check_choice(method, "--method", METHODS)
-    values = read_column(input, column)
+    from ..io import read_counts, sidecar_path, write_release
+
+    if output.suffix.lower() not in _FORMATS:
+        raise ParameterError(f"--output must end in {', '.join(_FORMATS)}, got {output.name!r}")
+    if not output.parent.exists():
+        raise ParameterError(f"--output: folder {str(output.parent)!r} does not exist")
     if counts:
         if bins is not None or bins_from_data:
             raise ParameterError("--counts reads one count per bin: do not pass --bins")
-        if values.size == 0:
+        hist = read_counts(input, column=column)
+        if hist.size == 0:
             raise DataError("the file has no rows: a histogram needs at least one bin",
                             path=str(input), column=column)
-        bad = np.flatnonzero(~np.isfinite(values) | (values < 0) | (values != np.round(values)))
-        if bad.size:
-            i = int(bad[0])
-            raise DataError(f"counts must be non-negative integers, got {float(values[i])!r}",
-                            path=str(input), row=i + 1, column=column)
-        hist = check_counts(values.astype(np.int64), "counts")
+        hist = check_counts(hist, "counts")
         lower = np.arange(hist.size, dtype=np.float64)
         upper = lower + 1
     else:
-        finite = values[np.isfinite(values)]
-        edges = parse_bins(bins, values=finite, from_data=bins_from_data)
-        hist, _ = np.histogram(finite, bins=edges)
+        values = read_values(input, column)
+        edges = parse_bins(bins, values=values, from_data=bins_from_data)
+        hist, _ = np.histogram(values, bins=edges)
         hist = hist.astype(np.int64)
         lower, upper = edges[:-1], edges[1:]
     params = {key: v for key, v in (("k", k), ("count_bound", count_bound),
@@ -218,29 +137,30 @@ def publish_cmd(
     rng = make_rng(seed=seed) if seed is not None else make_rng()
     rel = publish(hist, epsilon=epsilon, method=method, rng=rng, records_bound=records_bound,
                   **params)
-    meta = rel.metadata()
-    meta["input"] = {"file": str(input), "column": column, "mode": "counts" if counts else
-                     "records", "bins": int(hist.size),
-                     "bins_from_data": bool(bins_from_data),
-                     "records_outside_bins": "not counted (number not published)"}
+    import dataclasses
+
+    notes = list(rel.notes)
     if seed is not None:
-        meta["notes"].append("produced with a fixed --seed: for experiments only, not private")
-    side = write_atomically(output, {"bin": np.arange(hist.size), "lower": lower,
-                                     "upper": upper, "count": np.asarray(rel.value, float)},
-                            json.dumps(meta, indent=2, sort_keys=True))
+        notes.append("produced with a fixed --seed: for experiments only, not private")
+    table = {"bin": np.arange(hist.size), "lower": lower, "upper": upper,
+             "count": np.asarray(rel.value, dtype=np.float64)}
+    info = {"file": str(input), "column": column, "mode": "counts" if counts else "records",
+            "bins": int(hist.size), "bins_from_data": bool(bins_from_data),
+            "records_outside_bins": "not counted (their number is not published)"}
+    out_rel = dataclasses.replace(rel, value=table, notes=tuple(notes),
+                                  parameters={**rel.parameters, "input": info})
+    _, side = write_release(out_rel, output)
     typer.echo(f"{rel.mechanism}: {hist.size} bins, epsilon={epsilon:g} "
-               f"(split {json.dumps(meta['budget_split'])}) -> {output} (+ {side.name})")
+               f"(split {json.dumps(rel.metadata()['budget_split'])}) -> {output} "
+               f"(+ {sidecar_path(output).name})")
 
 
 def _read_counts(path: Path, column: str) -> np.ndarray:
     if Path(path).suffix.lower() == ".npy":
         return np.asarray(np.load(path), dtype=np.float64)
-    if Path(path).suffix.lower() == ".json":
-        data = json.loads(Path(path).read_text())
-        if column not in data:
-            raise DataError("no such key in the JSON file", path=str(path), column=column)
-        return np.asarray(data[column], dtype=np.float64)
-    return read_column(path, column)
+    from ..io import read_columns
+
+    return np.asarray(read_columns(path, columns={column: "float"})[column], dtype=np.float64)
 
 
 @app.command("evaluate")

@@ -7,15 +7,17 @@ uniformly over each bucket's bins.
 
 What is simplified here (and why it stays eps-DP):
 
-* Stage 1 considers only the dyadic intervals of a binary tree over the
-  (zero-padded) domain, not every interval. The cost of an interval is its L1
-  deviation from its mean, ``sum |x_i - mean|``, which one record changes by
-  less than 2; every bin lies in ``L = log2(n_pad) + 1`` candidate intervals, so
-  the vector of all candidate costs has L1 sensitivity ``2L`` and gets Laplace
-  noise of scale ``2L / eps1`` (a coarser argument than the paper's, hence more
-  noise). The best partition of the noisy costs plus a per-bucket penalty
-  ``1/eps2`` (the noise a bucket will carry) is found by a bottom-up merge/split
-  pass over the tree -- post-processing.
+* Stage 1 chooses the partition from a noisy histogram instead of noisy
+  interval costs: discrete Laplace noise of scale ``1/eps1`` on every bin
+  (L1 sensitivity 1, ``eps1``-DP), then -- post-processing -- the partition
+  minimising the estimated error ``sum_B [SSE_B(noisy) - (m_B - 1) s1^2 + s2^2]``
+  (unbiased estimate of the true within-bucket SSE plus the variance ``s2^2`` a
+  bucket total will carry), found exactly by the V-optimal DP with a size
+  penalty (:func:`veil.histograms.partition.voptimal_table`). DAWA's own
+  stage 1 adds Laplace noise to the L1 cost of every interval; we do not rely
+  on that argument for overlapping candidate intervals.
+  :func:`l1_partition` keeps an honest dyadic variant of the L1 costs (noise
+  scaled to the sensitivity ``2L`` of all dyadic costs) for comparison.
 * Stage 2 uses a binary tree over the bucket totals with per-level budgets
   ``eps2 * w_l``, ``w_l`` proportional to ``u_l^(1/3)`` where ``u_l`` counts how
   often the workload's dyadic decompositions use level ``l`` (this minimises
@@ -34,6 +36,8 @@ import numpy as np
 from ..release import Release
 from ..validation import check_probability
 from ._common import NEIGHBOURS, as_budget, as_counts, as_rng, bucket_sums, spread
+from ._common import dl_variance, noisy_integers
+from .partition import backtrack, voptimal_table
 from .tree import level_usage, noisy_tree, tree_height, tree_inference
 from .workload import _check_queries, prefix_workload
 
@@ -86,12 +90,26 @@ def l1_partition(counts, *, epsilon: float, penalty: float, rng) -> np.ndarray:
     return np.concatenate((starts, [n])).astype(np.int64)
 
 
+def noisy_partition(counts, *, epsilon: float, bucket_variance: float, rng,
+                    engine: str = "auto") -> np.ndarray:
+    """Partition chosen on a noisy histogram (eps-DP; see the module docstring); returns edges."""
+    x = as_counts(counts)
+    n = x.size
+    noisy, var1, _ = noisy_integers(x, epsilon, rng)
+    lam = var1 + float(bucket_variance)
+    _, last, A = voptimal_table(noisy.astype(np.float64), n, full=False, engine=engine,
+                                size_penalty=lam)
+    k = int(np.argmin(last[1:] + lam * np.arange(1, n + 1))) + 1
+    return backtrack(A, k, n)
+
+
 def dawa(counts, *, epsilon, partition_fraction: float = 0.25, workload=None,
-         rng=None) -> Release:
+         partition: str = "noisy-histogram", rng=None) -> Release:
     """DAWA (simplified, see the module docstring): private L1 partition + workload-aware tree.
 
     Why it is eps-DP: stage 1 spends ``eps1 = partition_fraction * epsilon``
-    (Laplace on the dyadic interval costs, sensitivity ``2L``); given the public
+    (a noisy histogram, sensitivity 1; or Laplace on the dyadic interval costs,
+    sensitivity ``2L``), and the partition is post-processing of it; given the public
     partition, stage 2 measures the bucket totals through a binary tree with
     per-level budgets summing to ``eps2 = epsilon - eps1`` (one node per level
     per record); inference and spreading are post-processing. Total: epsilon.
@@ -105,6 +123,8 @@ def dawa(counts, *, epsilon, partition_fraction: float = 0.25, workload=None,
     workload : array (q, 2), optional
         Public range queries ``[lo, hi)`` the release should answer well
         (default: all prefixes).
+    partition : {'noisy-histogram', 'dyadic-l1'}
+        Stage-1 variant (see the module docstring).
     rng : numpy.random.Generator, optional
 
     Examples
@@ -122,7 +142,13 @@ def dawa(counts, *, epsilon, partition_fraction: float = 0.25, workload=None,
     q = prefix_workload(n) if workload is None else _check_queries(workload, n)
     g = as_rng(rng)
     eps1, eps2 = (p.epsilon for p in b.split([frac, 1.0 - frac]))
-    edges = l1_partition(x, epsilon=eps1, penalty=1.0 / eps2, rng=g)
+    from ..validation import check_choice
+
+    partition = check_choice(partition, "partition", ("noisy-histogram", "dyadic-l1"))
+    if partition == "dyadic-l1":
+        edges = l1_partition(x, epsilon=eps1, penalty=1.0 / eps2, rng=g)
+    else:
+        edges = noisy_partition(x, epsilon=eps1, bucket_variance=dl_variance(eps2), rng=g)
     m = edges.size - 1
     totals = bucket_sums(x, edges)
     # workload mapped to the reduced domain: buckets that intersect each query
@@ -138,8 +164,6 @@ def dawa(counts, *, epsilon, partition_fraction: float = 0.25, workload=None,
     while math.fsum([eps1, *level_eps]) > b.epsilon or math.fsum(level_eps) > eps2:
         level_eps = [math.nextafter(e, 0.0) for e in level_eps]
     if m == 1:
-        from ._common import noisy_integers
-
         y, v, _ = noisy_integers(totals, eps2, g)
         est_totals = y.astype(np.float64)
         level_eps = [eps2]
@@ -150,8 +174,8 @@ def dawa(counts, *, epsilon, partition_fraction: float = 0.25, workload=None,
     split.update({f"level_{i}": e for i, e in enumerate(level_eps)})
     return Release(spread(edges, est_totals), "dawa", b,
                    {"n": n, "partition_fraction": frac, "buckets": int(m),
-                    "edges": edges.tolist(), "workload_queries": int(q.shape[0])},
-                   split, notes=(NEIGHBOURS, "simplified DAWA: dyadic candidate buckets and "
-                                 "closed-form level weights (see veil.histograms.dawa)",
-                                 "stage-1 noise is float64 Laplace on interval costs (only "
-                                 "the partition depends on it)"))
+                    "edges": edges.tolist(), "workload_queries": int(q.shape[0]),
+                    "partition": partition},
+                   split, notes=(NEIGHBOURS, "simplified DAWA: partition from a noisy histogram "
+                                 "(or dyadic L1 costs) and closed-form level weights (see "
+                                 "veil.histograms.dawa)"))
