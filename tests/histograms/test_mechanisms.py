@@ -247,10 +247,11 @@ def test_randomized_sort_breaks_ties_uniformly():
 
 
 def test_auto_rule_is_documented_and_public():
-    assert choose_method(n=4096, epsilon=0.1, records_bound=1000)[0] == "dawa"
+    assert choose_method(n=4096, epsilon=0.1, records_bound=100)[0] == "dawa"
+    assert choose_method(n=4096, epsilon=0.1, records_bound=1000)[0] == "hb"
     assert choose_method(n=4096, epsilon=1.0, records_bound=1e7)[0] == "hb"
     assert choose_method(n=4096, epsilon=1.0, records_bound=None)[0] == "hb"
-    r = publish(counts(), epsilon=1.0, method="auto", records_bound=100, rng=make_rng(seed=0))
+    r = publish(counts(), epsilon=0.1, method="auto", records_bound=5, rng=make_rng(seed=0))
     assert r.mechanism == "dawa" and "auto_rule" in r.parameters
 
 

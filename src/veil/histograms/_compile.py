@@ -1,32 +1,53 @@
-"""Optional numba compilation for the dynamic-programming kernels.
+"""Optional, lazy numba compilation for the dynamic-programming kernels.
 
-numba is an optional dependency (``pip install veil[fast]``). When it is
-missing, or when the environment variable ``VEIL_DISABLE_NUMBA=1`` is set,
-:data:`HAVE_NUMBA` is False and the kernels in :mod:`veil.histograms.partition`
-use their vectorized numpy versions instead (same results, slower).
+numba is an optional dependency (``pip install veil[fast]``). It is imported
+only when a compiled kernel is first called (importing numba costs about a
+second), and small problems use the numpy kernels instead, so short runs never
+pay for it. When numba is missing, or ``VEIL_DISABLE_NUMBA=1`` is set,
+:data:`HAVE_NUMBA` is False and the numpy kernels are used (same results, slower).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
-__all__ = ["HAVE_NUMBA", "njit"]
+__all__ = ["HAVE_NUMBA", "njit", "use_compiled"]
 
-HAVE_NUMBA = False
-if os.environ.get("VEIL_DISABLE_NUMBA", "") not in ("1", "true", "yes"):
-    try:  # pragma: no cover - depends on the environment
-        import numba as _numba
+HAVE_NUMBA = (os.environ.get("VEIL_DISABLE_NUMBA", "") not in ("1", "true", "yes")
+              and importlib.util.find_spec("numba") is not None)
 
-        HAVE_NUMBA = True
-    except Exception:  # noqa: BLE001 - any import failure means "no numba"
-        HAVE_NUMBA = False
+#: problems with fewer elementary steps than this run on numpy under engine='auto'
+SMALL_WORK = 5_000_000
 
 
-def njit(*args, **kwargs):
-    """``numba.njit(cache=True)`` when numba is available, else a no-op decorator."""
-    if HAVE_NUMBA:
-        kwargs.setdefault("cache", True)
-        return _numba.njit(*args, **kwargs)
-    if len(args) == 1 and callable(args[0]) and not kwargs:
-        return args[0]
-    return lambda f: f
+def use_compiled(engine: str, work: float) -> bool:
+    """Whether ``engine`` ('numba' or 'auto', already validated) should run compiled code."""
+    return engine == "numba" or (engine == "auto" and HAVE_NUMBA and work >= SMALL_WORK)
+
+
+class _LazyKernel:
+    """A plain Python function compiled with ``numba.njit(cache=True)`` on first call."""
+
+    def __init__(self, fn):
+        self.py_func = fn
+        self._compiled = None
+        self.__doc__ = fn.__doc__
+        self.__name__ = fn.__name__
+
+    def __call__(self, *args):
+        if not HAVE_NUMBA:
+            return self.py_func(*args)
+        if self._compiled is None:
+            import numba
+
+            self._compiled = numba.njit(cache=True)(self.py_func)
+        return self._compiled(*args)
+
+
+def njit(fn):
+    """Decorator: compile lazily with numba when available, else run as Python.
+
+    Kernels must be self-contained (no calls to other decorated kernels).
+    """
+    return _LazyKernel(fn)

@@ -37,7 +37,6 @@ from ..release import Release
 from ..validation import check_probability
 from ._common import NEIGHBOURS, as_budget, as_counts, as_rng, bucket_sums, spread
 from ._common import dl_variance, noisy_integers
-from .partition import backtrack, voptimal_table
 from .tree import level_usage, noisy_tree, tree_height, tree_inference
 from .workload import _check_queries, prefix_workload
 
@@ -53,11 +52,45 @@ def _dyadic_l1_costs(x: np.ndarray, h: int) -> list[np.ndarray]:
     return costs
 
 
-def l1_partition(counts, *, epsilon: float, penalty: float, rng) -> np.ndarray:
-    """Private partition into dyadic buckets (DAWA stage 1, simplified); returns edges.
+_Z = 2.0  # margin (in standard deviations of the SSE estimate) before a bucket is split
 
-    eps-DP: the noisy costs are the Laplace mechanism with L1 sensitivity
-    ``2 (h+1)``; the merge/split pass reads only them.
+
+def tree_partition(level_costs: list[np.ndarray], n: int) -> np.ndarray:
+    """Least-cost partition of ``[0, n)`` into dyadic intervals; returns the edges.
+
+    ``level_costs[l][j]`` is the cost of making the dyadic interval
+    ``[j 2^l, (j+1) 2^l)`` one bucket (leaves first, level ``l`` has ``2^(h-l)``
+    entries over the domain padded to ``2^h``). A bottom-up pass keeps, for every
+    node, the cheaper of "one bucket" and "the best partitions of both
+    children"; a top-down pass reads the buckets off. Exact over dyadic
+    partitions (checked against brute force in the tests).
+    """
+    L = len(level_costs)
+    best = np.asarray(level_costs[0], dtype=np.float64)
+    split = []
+    for lv in range(1, L):
+        kids = best.reshape(-1, 2).sum(axis=1)
+        own = np.asarray(level_costs[lv], dtype=np.float64)
+        keep = own <= kids
+        split.append(~keep)
+        best = np.where(keep, own, kids)
+    active = np.ones(1, dtype=bool)  # the root is reached
+    starts = []
+    for lv in range(L - 1, -1, -1):
+        sp = split[lv - 1] if lv >= 1 else np.zeros(active.size, dtype=bool)
+        starts.append(np.flatnonzero(active & ~sp) * 2 ** lv)
+        active = np.repeat(active & sp, 2)
+    st = np.sort(np.concatenate(starts))
+    st = st[st < n]
+    return np.concatenate((st, [n])).astype(np.int64)
+
+
+def l1_partition(counts, *, epsilon: float, penalty: float, rng) -> np.ndarray:
+    """Private partition into dyadic buckets from noisy L1 costs (DAWA-like); returns edges.
+
+    eps-DP: the costs of all dyadic intervals have L1 sensitivity ``2 (h+1)`` and
+    get Laplace noise of scale ``2 (h+1) / epsilon``; :func:`tree_partition` reads
+    only them.
     """
     x = as_counts(counts)
     n = x.size
@@ -65,42 +98,40 @@ def l1_partition(counts, *, epsilon: float, penalty: float, rng) -> np.ndarray:
     pad = np.zeros(2 ** h, dtype=np.int64)
     pad[:n] = x
     L = h + 1
-    costs = _dyadic_l1_costs(pad, h)
     scale = 2.0 * L / epsilon
-    noisy = [c + rng.laplace(0.0, scale, size=c.size) for c in costs]
-    # bottom-up: best[v] = min(noisy(v) + penalty, best(left) + best(right))
-    best = noisy[0] + penalty
-    split = []
-    for lv in range(1, L):
-        kids = best.reshape(-1, 2).sum(axis=1)
-        own = noisy[lv] + penalty
-        keep = own <= kids
-        split.append(~keep)
-        best = np.where(keep, own, kids)
-    # top-down: a node is a bucket if every ancestor split and it does not
-    is_bucket_lv = [None] * L
-    active = np.ones(1, dtype=bool)  # root reached
-    for lv in range(L - 1, -1, -1):
-        sp = split[lv - 1] if lv >= 1 else np.zeros(active.size, dtype=bool)
-        is_bucket_lv[lv] = active & ~sp
-        active = np.repeat(active & sp, 2)
-    starts = np.concatenate([np.flatnonzero(is_bucket_lv[lv]) * 2 ** lv for lv in range(L)])
-    starts = np.sort(starts)
-    starts = starts[starts < n]
-    return np.concatenate((starts, [n])).astype(np.int64)
+    costs = [c + rng.laplace(0.0, scale, size=c.size) + penalty
+             for c in _dyadic_l1_costs(pad, h)]
+    return tree_partition(costs, n)
 
 
-def noisy_partition(counts, *, epsilon: float, bucket_variance: float, rng,
-                    engine: str = "auto") -> np.ndarray:
-    """Partition chosen on a noisy histogram (eps-DP; see the module docstring); returns edges."""
+def noisy_partition(counts, *, epsilon: float, bucket_variance: float, rng) -> np.ndarray:
+    """Dyadic partition chosen on a noisy histogram (eps-DP; see the module docstring).
+
+    Bucket cost: ``SSE(noisy) - (m - 1) s1^2 + s2^2`` over the bucket's real bins
+    (unbiased for the true SSE plus the variance of the bucket's published total);
+    intervals wholly in the padding cost 0.
+    """
     x = as_counts(counts)
     n = x.size
     noisy, var1, _ = noisy_integers(x, epsilon, rng)
-    lam = var1 + float(bucket_variance)
-    _, last, A = voptimal_table(noisy.astype(np.float64), n, full=False, engine=engine,
-                                size_penalty=lam)
-    k = int(np.argmin(last[1:] + lam * np.arange(1, n + 1))) + 1
-    return backtrack(A, k, n)
+    h = tree_height(max(n, 2), 2)
+    y = noisy.astype(np.float64)
+    y = y - y.mean()
+    P = np.concatenate(([0.0], np.cumsum(y)))
+    P2 = np.concatenate(([0.0], np.cumsum(y * y)))
+    costs = []
+    for lv in range(h + 1):
+        size = 2 ** lv
+        lo = np.minimum(np.arange(0, 2 ** h, size), n)
+        hi = np.minimum(lo + size, n)
+        m = (hi - lo).astype(np.float64)
+        s = P[hi] - P[lo]
+        sse = np.maximum(P2[hi] - P2[lo] - s * s / np.maximum(m, 1.0), 0.0)
+        # + z * sd: the SSE estimate's own noise (sd ~ s1^2 sqrt(2(m-1)) for flat data);
+        # a split must beat the merge by more than the estimate's uncertainty
+        sd = var1 * np.sqrt(2.0 * np.maximum(m - 1, 0.0))
+        costs.append(np.where(m > 0, sse - (m - 1) * var1 + bucket_variance + _Z * sd, 0.0))
+    return tree_partition(costs, n)
 
 
 def dawa(counts, *, epsilon, partition_fraction: float = 0.25, workload=None,

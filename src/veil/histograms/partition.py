@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..validation import check_choice, check_finite_array, check_int
-from ._compile import HAVE_NUMBA, njit
+from ._compile import HAVE_NUMBA, njit, use_compiled
 
 __all__ = [
     "prefix_sums",
@@ -191,8 +191,6 @@ def _check_engine(engine: str) -> str:
     if engine == "numba" and not HAVE_NUMBA:
         raise ParameterError("engine='numba' requested but numba is not installed "
                              "(pip install numba), or VEIL_DISABLE_NUMBA is set")
-    if engine == "auto":
-        engine = "numba" if HAVE_NUMBA else "numpy"
     return engine
 
 
@@ -243,7 +241,7 @@ def voptimal_table(x, k_max: int, *, full: bool = True, engine: str = "auto",
     last = np.empty(k_max + 1, dtype=np.float64)
     A = np.zeros((k_max + 1, n + 1), dtype=np.int32)
     lam = float(size_penalty)
-    if engine == "numba":
+    if use_compiled(engine, float(n) * n * min(k_max, 64)):
         _vopt_numba(P, P2, k_max, D, last, A, lam)
     else:
         _vopt_numpy(P, P2, k_max, D, last, A, lam)
@@ -309,16 +307,6 @@ def voptimal_reference(x, k: int) -> tuple[np.ndarray, float]:
 # --------------------------------------------------------------------------- sorted grouping
 
 @njit
-def _group_cost(P, P2, i, j, alpha, beta, gamma):  # pragma: no cover - compiled
-    m = j - i
-    s = P[j] - P[i]
-    sse = P2[j] - P2[i] - s * s / m
-    if sse < 0.0:
-        sse = 0.0
-    return sse + alpha * m + beta / m + gamma
-
-
-@njit
 def _free_groups_numba(P, P2, alpha, beta, gamma, E, A):  # pragma: no cover - compiled
     n = P.size - 1
     E[0] = 0.0
@@ -327,7 +315,12 @@ def _free_groups_numba(P, P2, alpha, beta, gamma, E, A):  # pragma: no cover - c
         best = np.inf
         arg = lo
         for i in range(lo, j):
-            c = E[i] + _group_cost(P, P2, i, j, alpha, beta, gamma)
+            m = j - i
+            s = P[j] - P[i]
+            sse = P2[j] - P2[i] - s * s / m
+            if sse < 0.0:
+                sse = 0.0
+            c = E[i] + sse + alpha * m + beta / m + gamma
             if c < best:
                 best = c
                 arg = i
@@ -366,7 +359,12 @@ def _k_groups_numba(P, P2, K, alpha, beta, gamma, D, A):  # pragma: no cover - c
             arg = olo
             hi = ohi if ohi < mid - 1 else mid - 1
             for i in range(olo, hi + 1):
-                c = D[k - 1, i] + _group_cost(P, P2, i, mid, alpha, beta, gamma)
+                m = mid - i
+                s = P[mid] - P[i]
+                sse = P2[mid] - P2[i] - s * s / m
+                if sse < 0.0:
+                    sse = 0.0
+                c = D[k - 1, i] + sse + alpha * m + beta / m + gamma
                 if c < best:
                     best = c
                     arg = i
@@ -466,7 +464,8 @@ def sorted_grouping(values, *, k: int | None = None, size_linear: float = 0.0,
     if k is None:
         E = np.empty(n + 1)
         A = np.zeros(n + 1, dtype=np.int64)
-        (_free_groups_numba if engine == "numba" else _free_groups_numpy)(P, P2, a_, b_, g_, E, A)
+        fast = use_compiled(engine, float(n) * n)
+        (_free_groups_numba if fast else _free_groups_numpy)(P, P2, a_, b_, g_, E, A)
         cuts = [n]
         j = n
         while j > 0:  # number of groups steps
@@ -478,5 +477,6 @@ def sorted_grouping(values, *, k: int | None = None, size_linear: float = 0.0,
         raise ParameterError(f"k must be <= the number of values n={n}, got {k}")
     D = np.empty((k + 1, n + 1))
     A = np.zeros((k + 1, n + 1), dtype=np.int32)
-    (_k_groups_numba if engine == "numba" else _k_groups_numpy)(P, P2, k, a_, b_, g_, D, A)
+    fast = use_compiled(engine, float(n) * n * k)
+    (_k_groups_numba if fast else _k_groups_numpy)(P, P2, k, a_, b_, g_, D, A)
     return backtrack(A, k, n), float(D[k, n])

@@ -178,8 +178,9 @@ def ahp(counts, *, epsilon, rho: float = 0.85, eta: float = 0.35, rng=None) -> R
     order = randomized_sort(y, g)
     ys = y[order]
     var2 = dl_variance(eps2)
-    # compiled with numba when installed; otherwise one Python loop over the n bins
-    edges = _greedy_clusters(ys, var2)
+    # compiled with numba for large n; otherwise one Python loop over the n bins
+    greedy = _greedy_clusters if n > 2048 else _greedy_clusters.py_func
+    edges = greedy(ys, var2)
     value, var, scale = _publish_groups(x, order, edges, eps2, g)
     return Release(value, "ahp", b,
                    {"n": n, "rho": rho, "eta": eta, "threshold": thr,
