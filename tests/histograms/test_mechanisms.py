@@ -290,3 +290,44 @@ def test_no_fixed_default_seed():
     a = identity(x, epsilon=1.0).value
     b = identity(x, epsilon=1.0).value
     assert not np.array_equal(a, b)
+
+
+def _dyadic_partitions(lv, j):
+    """Every partition of node (lv, j) into dyadic intervals, as lists of (lv, j)."""
+    if lv == 0:
+        return [[(0, 0 + j)]]
+    out = [[(lv, j)]]
+    for a in _dyadic_partitions(lv - 1, 2 * j):
+        for b in _dyadic_partitions(lv - 1, 2 * j + 1):
+            out.append(a + b)
+    return out
+
+
+def test_tree_partition_equals_brute_force_over_dyadic_partitions():
+    from veil.histograms.dawa import tree_partition
+
+    rng = np.random.default_rng(21)
+    for _ in range(100):
+        h = int(rng.integers(1, 4))
+        n = int(rng.integers(2 ** (h - 1) + 1, 2 ** h + 1))
+        costs = [rng.normal(0, 5, 2 ** (h - lv)) for lv in range(h + 1)]
+        best = min(sum(costs[lv][j] for lv, j in p) for p in _dyadic_partitions(h, 0))
+        edges = tree_partition(costs, n)
+        assert edges[0] == 0 and edges[-1] == n and (np.diff(edges) > 0).all()
+        # the cost of the chosen partition (buckets past n are padding, cut at n)
+        chosen = 0.0
+        for p in _dyadic_partitions(h, 0):
+            st = sorted(j * 2 ** lv for lv, j in p)
+            st = [s for s in st if s < n] + [n]
+            if st == edges.tolist():
+                chosen = min(chosen if chosen else np.inf,
+                             sum(costs[lv][j] for lv, j in p))
+        assert chosen == pytest.approx(best)
+
+
+def test_dawa_merges_flat_data_at_low_signal():
+    x = np.full(256, 1)
+    r = dawa(x, epsilon=0.05, rng=make_rng(seed=22))
+    assert r.parameters["buckets"] <= 8
+    r = dawa(np.repeat([0, 500, 20, 300], 64), epsilon=1.0, rng=make_rng(seed=23))
+    assert r.parameters["edges"] == [0, 64, 128, 192, 256]

@@ -127,9 +127,10 @@ def noisy_partition(counts, *, epsilon: float, bucket_variance: float, rng) -> n
         m = (hi - lo).astype(np.float64)
         s = P[hi] - P[lo]
         sse = np.maximum(P2[hi] - P2[lo] - s * s / np.maximum(m, 1.0), 0.0)
-        # + z * sd: the SSE estimate's own noise (sd ~ s1^2 sqrt(2(m-1)) for flat data);
-        # a split must beat the merge by more than the estimate's uncertainty
-        sd = var1 * np.sqrt(2.0 * np.maximum(m - 1, 0.0))
+        # + z * s1^2 sqrt(2m): about the SSE estimate's own noise (sd ~ s1^2 sqrt(2(m-1))
+        # on flat data); as sqrt is concave, two children always pay more than their
+        # parent, so a split must beat the merge by more than the estimates' noise
+        sd = var1 * np.sqrt(2.0 * m)
         costs.append(np.where(m > 0, sse - (m - 1) * var1 + bucket_variance + _Z * sd, 0.0))
     return tree_partition(costs, n)
 
