@@ -29,43 +29,61 @@ from ._common import (NEIGHBOURS, as_budget, as_counts, as_rng, bucket_sums, che
 from .partition import prefix_sums, voptimal_table
 from .tree import noisy_tree, tree_height, tree_inference
 
-__all__ = ["structure_first", "optimized_structure_first", "private_structure",
+__all__ = ["structure_first", "optimized_structure_first", "private_structure", "em_boundaries",
            "optimal_structure_fraction"]
 
 
 def private_structure(counts, *, k: int, epsilon: float, count_bound: float, rng,
-                      engine: str = "auto", use_em: bool = True) -> np.ndarray:
+                      engine: str = "auto", use_em: bool = True,
+                      size: int | None = None) -> np.ndarray:
     """Draw a ``k``-bucket structure with the exponential mechanism (epsilon in total).
 
-    Each of the ``k - 1`` boundaries is drawn with ``epsilon / (k - 1)`` and score
-    sensitivity ``2F + 1`` (sequential composition). ``use_em=False`` takes the
-    optimal boundaries instead (NOT private; only for tests and canaries).
+    The counts are clipped to ``[0, count_bound]``; each of the ``k - 1``
+    boundaries is drawn with ``epsilon / (k - 1)`` and score sensitivity
+    ``2F + 1`` (sequential composition). ``use_em=False`` takes the optimal
+    boundaries instead (NOT private; only for tests and canaries). ``size``
+    draws that many independent structures at once (for audits), shape
+    ``(size, k + 1)``.
 
     Returns the bucket edges ``[0, e1, ..., n]``.
     """
     x = np.minimum(as_counts(counts), count_bound).astype(np.float64)
+    return em_boundaries(x, k=k, epsilon=epsilon, sensitivity=2.0 * count_bound + 1.0,
+                         rng=rng, engine=engine, use_em=use_em, size=size)
+
+
+def em_boundaries(x: np.ndarray, *, k: int, epsilon: float, sensitivity: float, rng,
+                  engine: str = "auto", use_em: bool = True,
+                  size: int | None = None) -> np.ndarray:
+    """Right-to-left exponential-mechanism draws of the boundaries of ``x`` (already clipped).
+
+    Score of a start ``i`` of the last bucket ending at ``j`` with ``t`` buckets left:
+    ``-(D[t-1, i] + SSE(i, j))``; ``epsilon / (k-1)`` per draw.
+    """
     n = x.size
-    edges = np.empty(k + 1, dtype=np.int64)
-    edges[0], edges[k] = 0, n
-    if k == 1:
-        return edges
-    D, _, A = voptimal_table(x, k - 1, full=True, engine=engine)
-    P, P2 = prefix_sums(x)
-    sens = 2.0 * count_bound + 1.0
-    eps_draw = epsilon / (k - 1)
-    j = n
-    for t in range(k, 1, -1):  # one draw per boundary (k - 1 draws), vectorized over candidates
-        i = np.arange(t - 1, j)
-        m = (j - i).astype(np.float64)
-        s = P[j] - P[i]
-        cost = D[t - 1, i] + np.maximum(P2[j] - P2[i] - s * s / m, 0.0)
-        if use_em:
-            p = exponential_mechanism_probabilities(-cost, epsilon=eps_draw, sensitivity=sens)
-            j = int(i[rng.choice(i.size, p=p)])
-        else:
-            j = int(i[np.argmin(cost)])
-        edges[t - 1] = j
-    return edges
+    m_out = 1 if size is None else int(size)
+    edges = np.empty((m_out, k + 1), dtype=np.int64)
+    edges[:, 0], edges[:, k] = 0, n
+    if k > 1:
+        D, _, _ = voptimal_table(x, k - 1, full=True, engine=engine)
+        P, P2 = prefix_sums(x)
+        eps_draw = epsilon / (k - 1)
+        j = np.full(m_out, n, dtype=np.int64)
+        for t in range(k, 1, -1):  # one draw per boundary, vectorized over candidates
+            for jj in np.unique(j):  # distinct right ends (one when size is None)
+                rows = np.flatnonzero(j == jj)
+                i = np.arange(t - 1, jj)
+                m = (jj - i).astype(np.float64)
+                s = P[jj] - P[i]
+                cost = D[t - 1, i] + np.maximum(P2[jj] - P2[i] - s * s / m, 0.0)
+                if use_em:
+                    p = exponential_mechanism_probabilities(-cost, epsilon=eps_draw,
+                                                            sensitivity=sensitivity)
+                    j[rows] = i[rng.choice(i.size, size=rows.size, p=p)]
+                else:
+                    j[rows] = i[np.argmin(cost)]
+            edges[:, t - 1] = j
+    return edges[0] if size is None else edges
 
 
 def _bucket_trees(x: np.ndarray, edges: np.ndarray, epsilon: float, branching: int, rng):

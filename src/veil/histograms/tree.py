@@ -148,13 +148,27 @@ def noisy_tree(x: np.ndarray, *, branching: int, level_epsilons, rng) -> tuple:
     return noisy, var, scales
 
 
+def tree_release_batch(X: np.ndarray, *, epsilon: float, branching: int, rng):
+    """Boost on every row of ``X`` (shape ``(..., n)``): ``epsilon / L`` per level, inference.
+
+    The one code path of :func:`boost` and :func:`hb` (a single histogram is a
+    batch of one); audits call it with many copies of a histogram at once.
+    Returns ``(leaf estimates, level epsilons, level variances, level scales)``.
+    """
+    n = X.shape[-1]
+    h = tree_height(max(n, 1), branching)
+    L = h + 1
+    eps_level = [epsilon / L] * L
+    noisy, var, scales = noisy_tree(X, branching=branching, level_epsilons=eps_level, rng=rng)
+    est = tree_inference(noisy, var, branching)
+    return est[0][..., :n], eps_level, var, scales
+
+
 def _tree_release(x, b, epsilon, branching, rng, name, extra_params, notes=()):
     h = tree_height(max(x.size, 1), branching)
     L = h + 1
-    eps_level = [b.epsilon / L] * L
-    noisy, var, scales = noisy_tree(x, branching=branching, level_epsilons=eps_level, rng=rng)
-    est = tree_inference(noisy, var, branching)
-    value = est[0][:x.size]
+    value, eps_level, var, scales = tree_release_batch(x, epsilon=b.epsilon,
+                                                       branching=branching, rng=rng)
     split = {f"level_{i}": e for i, e in enumerate(eps_level)}
     return Release(value, name, b,
                    {"n": x.size, "branching": branching, "height": h, "levels": L,
