@@ -1,6 +1,5 @@
 """Histogram mechanisms: releases, budget splits, deterministic limits, bad input."""
 
-import itertools
 import math
 
 import numpy as np
@@ -14,7 +13,7 @@ from veil.histograms import (METHODS, ahp, boost, choose_method, dawa, hb, ident
 from veil.histograms.dawa import l1_partition
 from veil.histograms.sortgroup import randomized_sort
 from veil.histograms.structurefirst import optimal_structure_fraction, private_structure
-from veil.histograms.tree import level_usage, noisy_tree, tree_height, tree_inference
+from veil.histograms.tree import level_usage, tree_height, tree_inference
 from veil.random import make_rng
 
 EXTRA = {"structurefirst": {"count_bound": 1000}, "optimized-structurefirst": {"count_bound": 1000},

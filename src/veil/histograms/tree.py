@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import ParameterError
 from ..release import Release
 from ..validation import check_finite_array, check_int
-from ._common import NEIGHBOURS, as_budget, as_counts, as_rng, dl_variance, noisy_integers
+from ._common import NEIGHBOURS, as_budget, as_counts, as_rng, noisy_integers
 
 __all__ = ["boost", "hb", "qardaji_branching", "tree_height", "tree_inference",
            "noisy_tree", "level_usage"]
