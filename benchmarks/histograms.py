@@ -43,6 +43,10 @@ def main(argv=None) -> int:
         rows, tables = accuracy_benchmark(trials=a.trials, datasets=a.datasets)
         out["accuracy"] = [r.to_dict() for r in rows]
         out["tables"] = tables
+        if a.json:
+            from veil.histograms.bench import plot_accuracy
+
+            plot_accuracy(rows, a.json.with_suffix(".png"))
     if a.json:
         a.json.write_text(json.dumps(out, indent=1, default=float))
     return 0

@@ -203,7 +203,8 @@ def bench(
     accuracy: bool = typer.Option(False, "--accuracy", help="Accuracy benchmark only."),
     trials: int = typer.Option(2, "--trials", help="Trials per accuracy setting."),
     quick: bool = typer.Option(False, "--quick", help="3 datasets, 1 trial, few repeats."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write rows as JSON."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write rows as JSON "
+                                          "(and the accuracy plot next to it as .png)."),
 ) -> None:
     """DP histograms: kernel/mechanism speed and DPBench accuracy (real data in ../shared)."""
     from ..histograms.bench import accuracy_benchmark, speed_benchmark
@@ -222,5 +223,9 @@ def bench(
                                           (10**3, 10**5, 10**7), log=typer.echo)
         out["accuracy"] = [r.to_dict() for r in rows]
         out["tables"] = tables
+        if output is not None:
+            from ..histograms.bench import plot_accuracy
+
+            plot_accuracy(rows, Path(output).with_suffix(".png"))
     if output is not None:
         Path(output).write_text(json.dumps(out, indent=1, default=float))

@@ -143,3 +143,32 @@ def accuracy_benchmark(*, trials: int = 2, epsilons=(0.1, 1.0), scales=(10**3, 1
     for w, tab in tables.items():
         log(f"\n## scaled error, {w} workload (geometric mean over datasets)\n{tab}")
     return rows, tables
+
+
+def plot_accuracy(rows, path, *, scale: int = 10**5, workload: str = "prefix") -> None:
+    """Error against epsilon per dataset (one panel each) and method, at one scale (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sub = [r for r in rows if r.scale == scale and r.workload == workload]
+    datasets = sorted({r.dataset for r in sub})
+    methods = sorted({r.method for r in sub})
+    cols = 6
+    nrows = max(1, -(-len(datasets) // cols))
+    fig, axes = plt.subplots(nrows, cols, figsize=(3.0 * cols, 2.6 * nrows), squeeze=False)
+    for ax, d in zip(axes.ravel(), datasets):
+        for m in methods:
+            pts = sorted((r.epsilon, r.error) for r in sub if r.dataset == d and r.method == m)
+            if pts:
+                ax.loglog(*zip(*pts), marker="o", ms=3, label=m)
+        ax.set_title(d[:28], fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in axes.ravel()[len(datasets):]:
+        ax.axis("off")
+    axes[0, 0].legend(fontsize=6)
+    fig.suptitle(f"scaled {workload} error vs epsilon, scale {scale:.0e}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
