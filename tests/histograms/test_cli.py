@@ -114,3 +114,20 @@ def test_output_folder_must_exist(data, capsys):
     assert run(["histogram", "publish", str(data / "ages.csv"), "--column", "age", "--bins",
                 "0:100:4", "--epsilon", "1", "-o", str(data / "nope" / "x.csv")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_evaluate_rejects_mismatched_bins(data, capsys):
+    run_ok(["histogram", "publish", str(data / "ages.csv"), "--column", "age", "--bins",
+            "0:100:5", "--epsilon", "1", "--method", "identity", "-o", str(data / "h.csv")])
+    assert run(["histogram", "evaluate", str(data / "h.csv"), "--true",
+                str(data / "counts.csv")]) == 2
+    assert "5 bins, the true one 4" in capsys.readouterr().err
+
+
+def test_bench_command_is_registered(capsys):
+    try:
+        main(["bench", "histograms", "--help"])
+    except SystemExit as exc:
+        assert exc.code in (0, None)
+    out = capsys.readouterr().out
+    assert "--accuracy" in out and "--quick" in out
