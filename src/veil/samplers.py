@@ -125,15 +125,23 @@ def _discrete_laplace_rational(num: int, den: int, n: int,
     Y = floor(X / den), random sign, reject (-, 0).
     """
     out = np.empty(n, dtype=np.int64)
+    # expected acceptance: E[exp(-U/num)] ~ 1 - e^-1, then (-, 0) is rejected half the time
+    a = math.exp(-den / num)
+    accept = (1 - math.exp(-1)) * (1 - 0.5 * (1 - a)) if num != den else 1 - 0.5 * (1 - a)
     filled = 0
     while filled < n:
         need = n - filled
-        m = int(need * 1.75) + 16
-        u = rng.integers(0, num, size=m, dtype=np.int64)
-        u = u[_bernoulli_exp_ratio(u, num, rng)]
-        v = _geometric_exp1(u.size, rng)
-        y = (u + num * v) // den
-        neg = rng.integers(0, 2, size=u.size, dtype=np.int8) == 1
+        m = int(need / accept * 1.03) + 64
+        if num == den:
+            # scale exactly 1: U < num = den never changes floor((U + num V) / den) = V,
+            # and the keep-step on U is independent of V, so both are skipped.
+            y = _geometric_exp1(m, rng)
+        else:
+            u = rng.integers(0, num, size=m, dtype=np.int64)
+            u = u[_bernoulli_exp_ratio(u, num, rng)]
+            v = _geometric_exp1(u.size, rng)
+            y = (u + num * v) // den
+        neg = rng.integers(0, 2, size=y.size, dtype=np.int8) == 1
         ok = ~(neg & (y == 0))
         z = np.where(neg, -y, y)[ok]
         take = min(z.size, need)

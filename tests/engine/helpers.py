@@ -19,3 +19,32 @@ def _boom(arrays, params, rng):
 
 
 BOOM = register_task(Task(name="test-boom", columns=("category",), per_bucket=_boom))
+
+
+def _slow_count(arrays, params, rng):
+    import time
+
+    time.sleep(params.get("sleep", 0.3))
+    users = arrays["user"]
+    n = int(users[-1]) + 1
+    return {"user": np.arange(n), "rows": np.bincount(users, minlength=n)}
+
+
+SLOW = register_task(Task(name="test-slow-count", columns=("category",), per_bucket=_slow_count))
+
+
+def _slow_noise(arrays, params, rng):
+    """Per-user row counts plus exact discrete Laplace noise, slowly (for fault tests)."""
+    import time
+
+    from veil.samplers import discrete_laplace
+
+    time.sleep(params.get("sleep", 0.05))
+    users = arrays["user"]
+    n = int(users[-1]) + 1
+    counts = np.bincount(users, minlength=n)
+    return {"user": np.arange(n), "noisy": counts + discrete_laplace(1.0, n, rng)}
+
+
+SLOW_NOISE = register_task(Task(name="test-slow-noise", columns=("category",),
+                                per_bucket=_slow_noise, epsilon=lambda p: 1.0))

@@ -106,29 +106,40 @@ def test_damaged_parts_are_detected_and_redone(tmp_path):
 _KILL_SCRIPT = """
 import sys, os
 sys.path.insert(0, {src!r})
+sys.path.insert(0, {tests!r})
 os.environ["VEIL_LEDGER"] = {ledger!r}
+import helpers
 from veil.engine import Job, run_job
 if __name__ == "__main__":
-    run_job(Job({inp!r}, {out!r}, "count-noise", params={{"categories": ["a", "b", "c"],
-            "epsilon": 1.0}}, user_column="uid", seed=9, buckets=60, workers={workers},
-            resume=True, spend_again=True, progress=False))
+    run_job(Job({inp!r}, {out!r}, "test-slow-noise", params={{"sleep": 0.05}},
+            user_column="uid", seed=9, buckets=60, workers={workers}, resume=True,
+            spend_again=True, progress=False))
 """
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
-def test_killed_runs_resume_to_the_uninterrupted_output(tmp_path, sig):
-    inp = _checkins(tmp_path / "in.parquet", n=120_000, users=20_000)
+@pytest.mark.parametrize("sig, workers", [(signal.SIGKILL, 1), (signal.SIGINT, 1),
+                                          (signal.SIGKILL, 2)])
+def test_killed_runs_resume_to_the_uninterrupted_output(tmp_path, sig, workers):
+    """Kill the run at random points (by progress, not by clock) and resume until done."""
+    inp = _checkins(tmp_path / "in.parquet", n=60_000, users=10_000)
     ref = tmp_path / "ref"
-    run_job(_job(inp, ref, seed=9, buckets=60))
+    run_job(_job(inp, ref, task="test-slow-noise", params={"sleep": 0.0}, seed=9, buckets=60))
     out = tmp_path / "out"
     script = tmp_path / "run.py"
-    script.write_text(_KILL_SCRIPT.format(src=SRC, ledger=str(tmp_path / "ledger.json"),
-                                          inp=str(inp), out=str(out), workers=1))
-    g = np.random.default_rng(0)
+    script.write_text(_KILL_SCRIPT.format(src=SRC, tests=str(Path(__file__).parent),
+                                          ledger=str(tmp_path / "ledger.json"), inp=str(inp),
+                                          out=str(out), workers=workers))
+    g = np.random.default_rng(int(sig) * 10 + workers)
     kills = 0
-    for _ in range(6):
+    for _ in range(12):
+        done = len(list(out.glob("part-*.json")))
+        target = done + int(g.integers(1, 10))
         proc = subprocess.Popen([sys.executable, str(script)], start_new_session=True)
-        time.sleep(float(g.uniform(0.8, 2.5)))
+        deadline = time.time() + 120
+        while (proc.poll() is None and time.time() < deadline
+               and len(list(out.glob("part-*.json"))) < target):
+            time.sleep(0.02)
+        time.sleep(float(g.uniform(0, 0.05)))  # land anywhere, including inside a write
         if proc.poll() is None:
             os.killpg(proc.pid, sig)
             kills += 1
@@ -137,10 +148,12 @@ def test_killed_runs_resume_to_the_uninterrupted_output(tmp_path, sig):
         if man.exists() and json.loads(man.read_text())["status"] == "complete":
             break
     subprocess.run([sys.executable, str(script)], check=True)
-    assert kills >= 1
+    assert kills >= 3
+    # same seed: identical to the uninterrupted run, every user exactly once
     assert _rows(out) == _rows(ref)
     users = [r[0] for r in _rows(out)]
-    assert len(users) == 4 * len(set(users))  # every user exactly once (4 rows each)
+    distinct = duckdb.sql(f"SELECT count(DISTINCT uid) FROM '{inp}'").fetchall()[0][0]
+    assert len(users) == len(set(users)) == distinct
 
 
 def test_ledger_refuses_second_release_without_spend_again(tmp_path):
@@ -204,9 +217,125 @@ def test_failing_task_leaves_a_resumable_run(tmp_path):
 
 
 def test_dask_engine_matches_local(tmp_path):
-    pytest.importorskip("distributed")
     inp = _checkins(tmp_path / "in.parquet")
     run_job(_job(inp, tmp_path / "local", seed=4, buckets=6))
     run_job(_job(inp, tmp_path / "dask", seed=4, buckets=6, engine="dask", workers=2,
                  spend_again=True))
     assert _rows(tmp_path / "local") == _rows(tmp_path / "dask")
+
+
+def test_visits_hide_task_matches_per_user_hide(tmp_path):
+    from veil.visits.hide import hide
+
+    g = np.random.default_rng(3)
+    cats = ["a", "b", "c", "d", "e"]
+    n = 4000
+    users = g.integers(0, 300, n)
+    cat = g.choice(cats, n, p=[0.4, 0.3, 0.15, 0.1, 0.05])
+    pq.write_table(pa.table({"user": users, "category": cat}), tmp_path / "c.parquet")
+    run_job(Job(tmp_path / "c.parquet", tmp_path / "o", "visits-hide",
+                params={"categories": cats, "sensitive": ["d", "e"]}, buckets=5,
+                progress=False))
+    rows = duckdb.sql(f"SELECT user, category, sanitized, quality_loss, status FROM "
+                      f"read_parquet('{tmp_path}/o/part-*.parquet')").fetchall()
+    got: dict = {}
+    for u, c, s, q, st in rows:
+        got.setdefault(u, {"q": q, "st": st, "h": np.zeros(5, dtype=int)})
+        if c is not None:
+            got[u]["h"][cats.index(c)] = s
+    for u in np.unique(users):
+        h = np.array([np.sum((users == u) & (cat == c)) for c in cats])
+        if h[:3].sum() == 0:
+            assert got[u]["st"] == "infeasible"
+            continue
+        want = hide(h, sensitive=[3, 4])
+        assert got[u]["st"] == "ok"
+        assert np.array_equal(got[u]["h"], want.histogram), u
+        assert got[u]["q"] == pytest.approx(want.quality_loss)
+    with pytest.raises(ParameterError, match="did you mean 'Hospital'"):
+        run_job(Job(tmp_path / "c.parquet", tmp_path / "o2", "visits-hide",
+                    params={"categories": cats + ["Hospital"], "sensitive": ["Hospitl"]},
+                    progress=False))
+    with pytest.raises(DataError, match="not in the job's category domain"):
+        run_job(Job(tmp_path / "c.parquet", tmp_path / "o3", "visits-hide",
+                    params={"categories": cats[:4], "sensitive": ["d"]}, progress=False))
+
+
+def test_dask_survives_a_worker_killed_mid_job(tmp_path):
+    import threading
+
+    from distributed import Client, LocalCluster
+
+    inp = _checkins(tmp_path / "in.parquet")
+    run_job(_job(inp, tmp_path / "ref", task="test-slow-count", params={"sleep": 0.0},
+                 buckets=24))
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                           dashboard_address=None)
+    try:
+        client = Client(cluster)
+        errors = []
+
+        def run():
+            try:
+                run_job(_job(inp, tmp_path / "out", task="test-slow-count",
+                             params={"sleep": 0.4}, buckets=24, engine="dask", workers=2,
+                             scheduler=cluster.scheduler_address))
+            except Exception as exc:  # noqa: BLE001
+                errors.append(exc)
+
+        t = threading.Thread(target=run)
+        t.start()
+        deadline = time.time() + 60
+        while time.time() < deadline and len(list((tmp_path / "out").glob("part-*.json"))) < 3:
+            time.sleep(0.1)
+        pids = client.run(os.getpid)
+        victim = next(iter(pids.values()))
+        os.kill(victim, signal.SIGKILL)  # a worker dies with buckets in flight
+        t.join(timeout=180)
+        client.close()
+    finally:
+        cluster.close()
+    assert not t.is_alive() and not errors, errors
+    assert _rows(tmp_path / "out") == _rows(tmp_path / "ref")
+
+
+def test_trajectories_task_releases_every_point_once(tmp_path):
+    from veil.geo.temporal import MarkovModel, TemporalGrid
+
+    g = TemporalGrid(lon_min=116.30, lat_min=39.85, lon_max=116.45, lat_max=39.98, nx=10, ny=10)
+    rng = np.random.default_rng(0)
+    walks = []
+    for _ in range(30):
+        c = [int(rng.integers(0, 100))]
+        for _ in range(40):
+            x, y = c[-1] % 10, c[-1] // 10
+            x = int(np.clip(x + rng.integers(-1, 2), 0, 9))
+            y = int(np.clip(y + rng.integers(-1, 2), 0, 9))
+            c.append(y * 10 + x)
+        walks.append(c)
+    model = MarkovModel.from_trajectories(walks, grid=g)
+    model_path = tmp_path / "model.npz"
+    model.save(model_path)
+    lonlat = np.concatenate([g.to_lonlat(g.centers_m[w]) for w in walks[:12]])
+    users = np.repeat(np.arange(12), 41)
+    t = np.tile(np.arange(41) * 60, 12)
+    order = rng.permutation(users.size)  # the engine sorts by user and time itself
+    pq.write_table(pa.table({"user": users[order], "t": t[order], "lon": lonlat[order, 0],
+                             "lat": lonlat[order, 1]}), tmp_path / "traj.parquet")
+    params = {"model": str(model_path), "epsilon": 1.0, "delta": 0.05, "mechanism": "pim"}
+    run_job(Job(tmp_path / "traj.parquet", tmp_path / "o1", "trajectories", params=params,
+                seed=2, buckets=3, progress=False))
+    run_job(Job(tmp_path / "traj.parquet", tmp_path / "o2", "trajectories", params=params,
+                seed=2, buckets=3, workers=2, progress=False, spend_again=True))
+    a = duckdb.sql(f"SELECT user, t, lon, lat, set_size FROM read_parquet('{tmp_path}/o1/"
+                   "part-*.parquet') ORDER BY user, t").fetchall()
+    assert a == duckdb.sql(f"SELECT user, t, lon, lat, set_size FROM read_parquet('{tmp_path}/"
+                           "o2/part-*.parquet') ORDER BY user, t").fetchall()
+    assert len(a) == users.size
+    assert sorted({(r[0], r[1]) for r in a}) == sorted(zip(users.tolist(), t.tolist()))
+    assert all(r[4] >= 1 for r in a)
+    man = json.loads((tmp_path / "o1" / "manifest.json").read_text())
+    assert man["epsilon_unit"] == "per timestamp" and man["epsilon_per_user"] == 1.0
+    with pytest.raises(ParameterError, match="path of a saved model"):
+        run_job(Job(tmp_path / "traj.parquet", tmp_path / "o3", "trajectories",
+                    params={**params, "model": None}, progress=False))

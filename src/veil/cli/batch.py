@@ -63,3 +63,92 @@ def counts(
          user_column=user_column, columns={"category": category_column}, engine=engine,
          workers=workers, resume=resume, scheduler=scheduler, spend_again=spend_again,
          buckets=buckets, ledger=ledger, seed=seed, quiet=quiet)
+
+
+def _names(value: str, option: str) -> list[str]:
+    """A comma-separated list, or @FILE with one name per line."""
+    from ..errors import ParameterError
+
+    if value.startswith("@"):
+        p = Path(value[1:])
+        if not p.is_file():
+            raise ParameterError(f"{option}: file {str(p)!r} not found")
+        names = [ln.strip() for ln in p.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    else:
+        names = [s.strip() for s in value.split(",") if s.strip()]
+    if not names:
+        raise ParameterError(f"{option} is empty")
+    return names
+
+
+@app.command("visits")
+def visits(
+    input: Path = typer.Argument(..., help="Check-ins (user, category[, time])."),
+    output: Path = OUT,
+    categories: str = typer.Option(..., "--categories",
+                                   help="The public category domain: a comma list or @FILE "
+                                        "(one per line). Never taken from the data."),
+    sensitive: str = typer.Option(..., "--sensitive",
+                                  help="Categories to hide (comma list or @FILE); with "
+                                       "--taxonomy, internal nodes hide every domain category "
+                                       "below them."),
+    taxonomy: Optional[str] = typer.Option(None, "--taxonomy",
+                                           help="'foursquare' or a JSON/CSV category tree."),
+    distance: str = typer.Option("js", "--distance", help="Quality distance: js, kl, l1, l2, "
+                                                          "chi2, hellinger."),
+    forbid_unvisited: bool = typer.Option(False, "--forbid-unvisited",
+                                          help="Never add visits to unvisited places."),
+    category_column: str = typer.Option("category", "--category-column"),
+    user_column: str = USER, engine: str = ENGINE, workers: int = WORKERS, resume: bool = RESUME,
+    scheduler: Optional[str] = SCHEDULER, buckets: Optional[int] = BUCKETS,
+    quiet: bool = QUIET,
+) -> None:
+    """Sensitive location hiding for every user (exact SLH; deterministic, spends no budget)."""
+    cats = _names(categories, "--categories")
+    sens = _names(sensitive, "--sensitive")
+    if taxonomy:
+        from ..visits.taxonomy import Taxonomy, foursquare_taxonomy
+
+        tree = foursquare_taxonomy() if taxonomy == "foursquare" else Taxonomy.load(taxonomy)
+        mask = tree.sensitive_mask(cats, sens)
+        sens = [c for c, m in zip(cats, mask) if m]
+        if not sens:
+            from ..errors import ParameterError
+
+            raise ParameterError("--sensitive selects no category of the --categories domain")
+    _run("visits-hide", input, output,
+         {"categories": cats, "sensitive": sens, "distance": distance,
+          "forbid_unvisited": forbid_unvisited},
+         user_column=user_column, columns={"category": category_column}, engine=engine,
+         workers=workers, resume=resume, scheduler=scheduler, spend_again=False,
+         buckets=buckets, ledger=None, seed=None, quiet=quiet)
+
+
+@app.command("trajectories")
+def trajectories(
+    input: Path = typer.Argument(..., help="Points: user, time, lat, lon (CSV/Parquet/JSON)."),
+    output: Path = OUT,
+    model: Path = typer.Option(..., "--model", help="Mobility model from `veil trajectory "
+                                                    "model` (public: never learned from the "
+                                                    "trajectories being released)."),
+    epsilon: float = typer.Option(..., "--epsilon", "-e", help="Epsilon per timestamp (> 0)."),
+    delta: float = typer.Option(..., "--delta", "-d", help="delta-location set mass, in (0, 1)."),
+    mechanism: str = typer.Option("pim", "--mechanism", "-m", help="pim or lm."),
+    on_invalid: str = typer.Option("error", "--on-invalid",
+                                   help="error (default) or drop points outside the grid."),
+    time_column: str = typer.Option("t", "--time-column"),
+    lat_column: str = typer.Option("lat", "--lat-column"),
+    lon_column: str = typer.Option("lon", "--lon-column"),
+    user_column: str = USER, engine: str = ENGINE, workers: int = WORKERS, resume: bool = RESUME,
+    scheduler: Optional[str] = SCHEDULER, spend_again: bool = SPEND,
+    buckets: Optional[int] = BUCKETS, ledger: Optional[Path] = LEDGER,
+    seed: Optional[int] = SEED, quiet: bool = QUIET,
+) -> None:
+    """Release every user's trajectory with PIM or LM (epsilon per timestamp)."""
+    _run("trajectories", input, output,
+         {"model": str(model), "epsilon": epsilon, "delta": delta, "mechanism": mechanism,
+          "on_invalid": on_invalid},
+         user_column=user_column,
+         columns={"t": time_column, "lat": lat_column, "lon": lon_column}, engine=engine,
+         workers=workers, resume=resume, scheduler=scheduler, spend_again=spend_again,
+         buckets=buckets, ledger=ledger, seed=seed, quiet=quiet)

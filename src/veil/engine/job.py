@@ -173,9 +173,11 @@ def write_manifest(output: Path, manifest: dict[str, Any]) -> None:
                                                            sort_keys=True))
 
 
-def new_manifest(job: Job, fingerprint: str, epsilon: float, buckets: int) -> dict[str, Any]:
+def new_manifest(job: Job, fingerprint: str, epsilon: float, buckets: int | None,
+                 epsilon_unit: str = "per user") -> dict[str, Any]:
     return {"veil_version": __version__, "job_fingerprint": fingerprint, "job": job.describe(),
-            "epsilon_per_user": epsilon, "buckets": buckets, "status": "running",
+            "epsilon_per_user": epsilon, "epsilon_unit": epsilon_unit, "buckets": buckets,
+            "status": "running",
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": 1}
 
 

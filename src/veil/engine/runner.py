@@ -369,7 +369,8 @@ def run_job(job: Job) -> JobResult:
             check_and_record_ledger(job, epsilon, fingerprint)
             out.mkdir(parents=True, exist_ok=True)
             # the manifest comes first, so a run killed while staging is resumable
-            manifest = new_manifest(job, fingerprint, epsilon, None)
+            manifest = new_manifest(job, fingerprint, epsilon, None,
+                                    task.extra.get("epsilon_unit", "per user"))
             write_manifest(out, manifest)
         else:
             manifest["runs"] = int(manifest.get("runs", 1)) + 1

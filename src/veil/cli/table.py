@@ -1,0 +1,231 @@
+"""``veil table``: diversity-constrained k-anonymization and constraint reasoning."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..errors import ParameterError
+from .common import SEED
+
+app = typer.Typer(no_args_is_help=True, help=__doc__)
+constraints_app = typer.Typer(no_args_is_help=True,
+                              help="Reason about diversity constraints (check, implies, "
+                                   "satisfiable, minimize).")
+app.add_typer(constraints_app, name="constraints")
+
+BENCH_NAME = "tables"
+
+NAMES = typer.Option(None, "--names",
+                     help="Column names for a CSV without a header row (comma-separated).")
+
+
+def _split(s: str | None) -> list[str] | None:
+    if s is None:
+        return None
+    return [p.strip() for p in s.split(",") if p.strip()]
+
+
+def _read(path: Path, names: str | None):
+    from ..tables.data import read_table
+
+    cols = _split(names)
+    return read_table(path, header=False if cols else None, names=cols)
+
+
+def _write_both(table, out: Path, doc: dict, rep: Path) -> None:
+    """Write the table and its report atomically: both files or neither."""
+    from ..io import atomic_paths, write_json, write_table
+    from ..io.read import detect_format
+
+    fmt = detect_format(out)
+    with atomic_paths(out, rep) as (t_out, t_rep):
+        write_table(table, t_out, format=fmt)
+        write_json(doc, t_rep)
+
+
+def _write_json_atomic(obj, path: Path) -> None:
+    from ..io import write_json
+
+    write_json(obj, path)
+
+
+@app.command("anonymize")
+def anonymize_cmd(
+    input: Path = typer.Argument(..., help="Input table (CSV or Parquet)."),
+    k: int = typer.Option(..., "--k", "-k", help="Minimum class size on the QI tuple (>= 2)."),
+    qi: str = typer.Option(..., "--qi", help="Quasi-identifier columns, comma-separated."),
+    constraints: Optional[Path] = typer.Option(
+        None, "--constraints", "-c", help="Constraint file (one 'attr=value[, ...]: lo..hi' "
+                                          "per line)."),
+    method: str = typer.Option("diva", "--method", "-m",
+                               help="diva (honours constraints) or baseline (optimal cut, "
+                                    "ignores them); also sort-cut, mondrian."),
+    output: Path = typer.Option(..., "--output", "-o",
+                                help="Anonymized table (.csv or .parquet), written atomically."),
+    report: Optional[Path] = typer.Option(None, "--report",
+                                          help="JSON report (default: OUTPUT.meta.json)."),
+    strategy: str = typer.Option("min-choice", "--strategy",
+                                 help="DIVA search order: min-choice, max-fanout, random."),
+    marker: str = typer.Option("*", "--marker", help="Text written in suppressed cells."),
+    names: Optional[str] = NAMES,
+    seed: Optional[int] = SEED,
+) -> None:
+    """k-anonymize a table by suppression, satisfying diversity constraints (DIVA).
+
+    k-anonymity is not differential privacy: see docs/tables.md.
+    """
+    from ..tables import anonymize, load_constraints
+    from ..validation import check_choice, check_int
+    from .common import output_path
+
+    check_int(k, "--k", minimum=2)
+    check_choice(method, "--method", ("diva", "baseline", "optimal-cut", "sort-cut", "mondrian"))
+    out = output_path(output)
+    from ..io import sidecar_path
+
+    rep = Path(report) if report is not None else sidecar_path(out)
+    if not rep.parent.exists():
+        raise ParameterError(f"--report: folder {str(rep.parent)!r} does not exist")
+    table = _read(input, names)
+    qi_cols = _split(qi) or []
+    cs = []
+    if constraints is not None:
+        cs = load_constraints(constraints, table=table, k=k)
+    kwargs = {"marker": marker}
+    if method == "diva":
+        kwargs.update(strategy=strategy, seed=seed)
+    res = anonymize(table, k=k, qi=qi_cols, constraints=cs, method=method, **kwargs)
+    doc = res.report()
+    doc["input"] = str(input)
+    doc["output"] = str(out)
+    _write_both(res.table, out, doc, rep)
+    m = res.metrics
+    typer.echo(f"{res.method}: {m['rows']} rows, {m['classes']} classes (min size "
+               f"{m['min_class_size']}), suppressed {m['suppressed_cells']} QI cells "
+               f"({100 * m['suppressed_share']:.2f}%), constraints satisfied "
+               f"{res.constraints_satisfied}/{len(res.constraints)}")
+    typer.echo(f"wrote {out} and {rep}")
+
+
+def _load(path: Path, table_path: Optional[Path], names: Optional[str], k: Optional[int]):
+    from ..tables import load_constraints
+
+    table = _read(table_path, names) if table_path is not None else None
+    return load_constraints(path, table=table, k=k), table
+
+
+@constraints_app.command("check")
+def check_cmd(
+    constraints: Path = typer.Argument(..., help="Constraint file."),
+    table: Path = typer.Option(..., "--table", "-t", help="Table to validate (CSV or Parquet)."),
+    names: Optional[str] = NAMES,
+    show_sql: bool = typer.Option(False, "--show-sql", help="Print the generated SQL query."),
+) -> None:
+    """Validate a table against the constraints (one generated DuckDB query).
+
+    Exit status 0 when every constraint holds, 1 otherwise.
+    """
+    from ..tables import check_constraints, validation_sql
+
+    cs, tbl = _load(constraints, table, names, None)
+    if show_sql:
+        typer.echo(validation_sql(cs) + ";")
+    status = check_constraints(tbl, cs)
+    for s in status:
+        typer.echo(f"{'ok  ' if s.satisfied else 'FAIL'}  {s.constraint.to_text():<50} "
+                   f"count = {s.count}")
+    bad = sum(not s.satisfied for s in status)
+    typer.echo(f"{len(status) - bad}/{len(status)} constraints hold")
+    if bad:
+        raise SystemExit(1)  # typer.Exit is swallowed by main() in standalone_mode=False
+
+
+@constraints_app.command("implies")
+def implies_cmd(
+    constraints: Path = typer.Argument(..., help="Constraint file (Sigma)."),
+    sigma: str = typer.Argument(..., help="One constraint, e.g. 'sex=Female: 0..100'."),
+    exact: bool = typer.Option(False, "--exact",
+                               help="Exact test by integer programming (small sets) instead "
+                                    "of the axioms."),
+) -> None:
+    """Does Sigma imply sigma? Prints the implied range; exit 0 if implied, 1 if not."""
+    from ..tables import implied_range, implies, implies_exact, parse_constraints
+
+    cs, _ = _load(constraints, None, None, None)
+    parsed = parse_constraints(sigma, source="argument")
+    if len(parsed) != 1:
+        raise ParameterError(f"expected exactly one constraint, got {len(parsed)}")
+    s = parsed[0]
+    lo, hi = implied_range(cs, s)
+    ok = implies_exact(cs, s) if exact else implies(cs, s)
+    tgt = s.to_text().rsplit(":", 1)[0]
+    typer.echo(f"axioms give {tgt} in [{lo}, {'inf' if hi == float('inf') else int(hi)}]")
+    typer.echo(f"{'implied' if ok else 'not implied'}: {s.to_text()}"
+               + (" (exact)" if exact else ""))
+    if not ok:
+        raise SystemExit(1)  # typer.Exit is swallowed by main() in standalone_mode=False
+
+
+@constraints_app.command("satisfiable")
+def satisfiable_cmd(constraints: Path = typer.Argument(..., help="Constraint file.")) -> None:
+    """Is there a relation satisfying every constraint? Exit 0 if yes, 1 if not."""
+    from ..tables import satisfiability
+
+    cs, _ = _load(constraints, None, None, None)
+    sat = satisfiability(cs)
+    if sat:
+        typer.echo(f"satisfiable ({len(cs)} constraints)")
+        return
+    typer.echo(f"unsatisfiable: {sat.reason}")
+    raise SystemExit(1)  # typer.Exit is swallowed by main() in standalone_mode=False
+
+
+@constraints_app.command("minimize")
+def minimize_cmd(
+    constraints: Path = typer.Argument(..., help="Constraint file."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o",
+                                          help="Write the minimal cover here (atomically)."),
+) -> None:
+    """Remove constraints implied by the others (minimal cover)."""
+    from ..tables import format_constraints, redundant_constraints
+
+    cs, _ = _load(constraints, None, None, None)
+    red = redundant_constraints(cs)
+    keep = list(cs)
+    for c, used in red:
+        keep.remove(c)
+        why = ", ".join(repr(u.to_text()) for u in used) or "nothing (it always holds)"
+        typer.echo(f"removed {c.to_text()!r}: implied by {why}", err=True)
+    text = format_constraints(keep)
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        from .common import output_path
+
+        from ..io import atomic_path
+
+        out = output_path(output)
+        with atomic_path(out) as tmp:
+            tmp.write_text(text, encoding="utf-8")
+        typer.echo(f"wrote {len(keep)} of {len(cs)} constraints to {out}")
+
+
+def bench(
+    quick: bool = typer.Option(False, "--quick", help="Small sizes (a few seconds)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o",
+                                          help="Also write the results as JSON here."),
+    repeats: int = typer.Option(3, "--repeats", help="Runs per configuration (median)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the constraint generator."),
+) -> None:
+    """DIVA vs constraint-free baselines on UCI Adult and synthetic tables."""
+    from ..tables.experiment import format_results, run_experiment
+
+    res = run_experiment(quick=quick, repeats=repeats, seed=seed, progress=typer.echo)
+    typer.echo(format_results(res))
+    if output is not None:
+        from .common import output_path
+
+        _write_json_atomic(res, output_path(output))

@@ -1,0 +1,120 @@
+"""Per-bucket trajectory release for the batch engine (``veil.engine``).
+
+:func:`release_bucket` has the engine's per-bucket signature ``f(arrays, params, rng)``:
+``arrays`` holds integer user codes ``user`` (sorted, 0..n-1 within the bucket) and the
+columns ``t``, ``lat``, ``lon`` sorted by user then time; every user's trajectory is
+released independently by :func:`~veil.geo.temporal.release_trajectory` with its own child
+random stream. The engine owner registers it, e.g.::
+
+    register_task(Task(name="trajectories", columns=("t", "lat", "lon"), order_by=("t",),
+                       per_bucket=release_bucket, validate=validate_params,
+                       epsilon=lambda p: p["epsilon"],   # per timestamp
+                       description="PIM/LM release per user (eps per timestamp)"))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...errors import DataError, ParameterError
+from ...random import spawn
+from ...validation import check_choice, check_delta, check_epsilon
+from .markov import MarkovModel
+from .release import release_trajectory
+
+__all__ = ["validate_params", "release_bucket"]
+
+
+def validate_params(p: dict[str, Any]) -> dict[str, Any]:
+    """Check ``model`` (a MarkovModel or a path to one), ``epsilon``, ``delta``, ``mechanism``,
+    ``on_invalid`` before any work starts."""
+    model = p.get("model")
+    if model is None:
+        raise ParameterError("params['model'] is required (a MarkovModel or a .npz path)")
+    if not isinstance(model, MarkovModel):
+        model = MarkovModel.load(model)
+    return {"model": model, "epsilon": check_epsilon(p.get("epsilon"), "epsilon"),
+            "delta": check_delta(p.get("delta"), "delta"),
+            "mechanism": check_choice(p.get("mechanism", "pim"), "mechanism", ("pim", "lm")),
+            "on_invalid": check_choice(p.get("on_invalid", "error"), "on_invalid",
+                                       ("error", "drop"))}
+
+
+_MODELS: dict[tuple[str, float], MarkovModel] = {}
+
+
+def _load_model(path: str) -> MarkovModel:
+    import os
+
+    key = (os.path.abspath(path), os.path.getmtime(path))
+    if key not in _MODELS:
+        _MODELS.clear()
+        _MODELS[key] = MarkovModel.load(path)
+    return _MODELS[key]
+
+
+def validate_job_params(p: dict[str, Any]) -> dict[str, Any]:
+    """Like :func:`validate_params` but keeps the model as a path (jobs record and ship
+    their parameters; workers load the model once each)."""
+    model = p.get("model")
+    if model is None or isinstance(model, MarkovModel):
+        raise ParameterError("a batch job needs params['model'] as the path of a saved model "
+                             "(veil trajectory model ... -o model.npz)")
+    out = validate_params(p)
+    out["model"] = str(model)
+    return out
+
+
+def release_bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
+                   rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Release every user's trajectory in one bucket; returns user, t, lon, lat, set_size.
+
+    Why private: each user's release is the per-timestamp eps-DP PIM/LM loop (see
+    :func:`release_trajectory`) run on that user's data only, with an independent random
+    stream; users do not affect each other's output.
+
+    Examples
+    --------
+    >>> from veil.geo.temporal import TemporalGrid, MarkovModel
+    >>> g = TemporalGrid(lon_min=0.0, lat_min=0.0, lon_max=0.05, lat_max=0.05, nx=5, ny=5)
+    >>> m = MarkovModel.from_trajectories([[0, 1, 2, 7, 12]], grid=g)
+    >>> lonlat = g.to_lonlat(g.centers_m[[0, 1, 2, 0, 5]])
+    >>> arrays = {"user": np.array([0, 0, 0, 1, 1]), "t": np.arange(5.0),
+    ...           "lon": lonlat[:, 0], "lat": lonlat[:, 1]}
+    >>> out = release_bucket(arrays, validate_params({"model": m, "epsilon": 1, "delta": 0.1}),
+    ...                      np.random.default_rng(0))
+    >>> out["user"].tolist(), out["lon"].shape
+    ([0, 0, 0, 1, 1], (5,))
+    """
+    model = params["model"]
+    if not isinstance(model, MarkovModel):  # a path: load once per worker process
+        model = _load_model(str(model))
+    user = np.asarray(arrays["user"])
+    t = np.asarray(arrays["t"], dtype=np.float64)
+    cells = model.grid.cell_of(arrays["lon"], arrays["lat"])
+    bad = cells < 0
+    if bad.any() and params.get("on_invalid", "error") == "error":
+        i = int(np.flatnonzero(bad)[0])
+        raise DataError(f"{int(bad.sum())} point(s) are NaN or outside the model's grid (first: "
+                        f"user code {user[i]}, t={t[i]}); pass on_invalid='drop' to drop them")
+    keep = ~bad
+    user, t, cells = user[keep], t[keep], cells[keep]
+    if user.size == 0:
+        return {"user": user, "t": t, "lon": t.copy(), "lat": t.copy(),
+                "set_size": np.zeros(0, np.int64)}
+    starts = np.flatnonzero(np.r_[True, user[1:] != user[:-1]])
+    ends = np.r_[starts[1:], user.size]
+    streams = spawn(rng, starts.size)
+    lon = np.empty(user.size)
+    lat = np.empty(user.size)
+    size = np.empty(user.size, dtype=np.int64)
+    for a, b, g in zip(starts, ends, streams):
+        if np.any(np.diff(t[a:b]) < 0):
+            raise DataError(f"timestamps of user code {user[a]} are not sorted")
+        r = release_trajectory(cells[a:b], model=model, epsilon=params["epsilon"],
+                               delta=params["delta"], mechanism=params["mechanism"], rng=g)
+        lon[a:b], lat[a:b] = r.released_lonlat[:, 0], r.released_lonlat[:, 1]
+        size[a:b] = r.set_sizes
+    return {"user": user, "t": t, "lon": lon, "lat": lat, "set_size": size}

@@ -1,0 +1,245 @@
+"""Suppression k-anonymity: clusters to suppressed tables, equivalence classes, metrics.
+
+A clustering of the rows becomes a k-anonymous table by suppression: inside
+each cluster, every quasi-identifier (QI) column whose values differ is
+replaced by the suppression marker (``*``) for all rows of the cluster, so the
+rows of a cluster are identical on the QI tuple. Equivalence classes are the
+groups of rows with the same full QI tuple after suppression (two clusters
+that end up identical form one class). Non-QI columns are never changed.
+
+What k-anonymity protects, and what it does not: each published QI tuple is
+shared by at least k rows, so linking a person's QI values to the table finds
+at least k candidate rows. It is *not* differential privacy: it gives no
+guarantee against background knowledge, does not hide sensitive values when a
+class is homogeneous (use diversity constraints or l-diversity on the
+sensitive attribute for that), is not preserved under composition of several
+releases, and the choice of which cells to suppress depends on the data.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import DataError, ParameterError
+from ..validation import check_k
+from .constraints import DiversityConstraint
+from .data import EncodedQI, as_columns, column_strings, encode_qi, num_rows, replace_columns
+from .validate import SUPPRESSED, ConstraintStatus
+
+__all__ = [
+    "Anonymization",
+    "suppression_mask",
+    "suppressed_codes",
+    "equivalence_classes",
+    "anonymity_metrics",
+    "target_masks",
+    "visible_counts",
+    "prepare",
+]
+
+
+def prepare(table: Any, *, k: Any, qi: Sequence[str] | str, marker: str = SUPPRESSED
+            ) -> tuple[dict, EncodedQI, int]:
+    """Validate ``k``, ``qi`` and the table; return (columns, encoded QI, k)."""
+    k = check_k(k, "k", minimum=2)
+    if isinstance(qi, str):
+        qi = [s.strip() for s in qi.split(",") if s.strip()]
+    qi = [str(a) for a in qi]
+    if not qi:
+        raise ParameterError("qi must name at least one quasi-identifier column, got none")
+    if len(set(qi)) != len(qi):
+        dup = sorted({a for a in qi if qi.count(a) > 1})
+        raise ParameterError(f"qi lists a column twice: {dup}")
+    cols = as_columns(table)
+    missing = [a for a in qi if a not in cols]
+    if missing:
+        import difflib
+
+        hints = [difflib.get_close_matches(a, list(cols), n=1) for a in missing]
+        extra = "".join(f"; did you mean {h[0]!r}?" for h in hints if h)
+        raise ParameterError(f"qi columns {missing} are not in the table (columns: "
+                             f"{', '.join(cols)}){extra}")
+    n = num_rows(cols)
+    if n == 0:
+        raise DataError("the table is empty: nothing to anonymize")
+    if n < k:
+        raise DataError(f"the table has {n} rows, fewer than k = {k}: no k-anonymous "
+                        "release exists (except suppressing every row, which veil does not do)")
+    enc = encode_qi(cols, qi)
+    for j, name in enumerate(enc.names):
+        if np.any(enc.values[j] == marker):
+            raise DataError(f"the value {marker!r} occurs in the data; it is the suppression "
+                            "marker (choose another marker)", column=name)
+    return cols, enc, k
+
+
+def suppression_mask(codes: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Cells to suppress: ``True`` where a column is not constant inside the row's group.
+
+    Parameters
+    ----------
+    codes : ndarray (n, q) of int
+    groups : ndarray (n,) of int
+        Cluster label of each row.
+
+    Examples
+    --------
+    >>> codes = np.array([[0, 1], [0, 2], [1, 1]])
+    >>> suppression_mask(codes, np.array([0, 0, 1])).tolist()
+    [[False, True], [False, True], [False, False]]
+    """
+    codes = np.asarray(codes)
+    groups = np.asarray(groups)
+    _, g = np.unique(groups, return_inverse=True)
+    ng = int(g.max()) + 1 if g.size else 0
+    q = codes.shape[1]
+    mn = np.full((ng, q), np.iinfo(np.int64).max, dtype=np.int64)
+    mx = np.full((ng, q), np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(mn, g, codes)
+    np.maximum.at(mx, g, codes)
+    return (mn != mx)[g]
+
+
+def suppressed_codes(codes: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Codes with suppressed cells set to -1."""
+    return np.where(mask, -1, codes)
+
+
+def equivalence_classes(out_codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Class label of each row (rows with equal full QI tuples) and class sizes."""
+    _, inv, counts = np.unique(out_codes, axis=0, return_inverse=True, return_counts=True)
+    return inv.reshape(-1), counts
+
+
+def anonymity_metrics(out_codes: np.ndarray) -> dict[str, Any]:
+    """Suppressed cells (the paper's loss), discernibility, class count and sizes.
+
+    ``discernibility`` is the sum over equivalence classes of the squared class size.
+    """
+    n, q = out_codes.shape
+    stars = int((out_codes < 0).sum())
+    _, sizes = equivalence_classes(out_codes)
+    return {
+        "rows": int(n),
+        "qi_columns": int(q),
+        "suppressed_cells": stars,
+        "suppressed_share": stars / (n * q) if n * q else 0.0,
+        "rows_with_suppression": int((out_codes < 0).any(axis=1).sum()),
+        "discernibility": int((sizes.astype(np.int64) ** 2).sum()),
+        "classes": int(sizes.size),
+        "min_class_size": int(sizes.min()) if sizes.size else 0,
+        "mean_class_size": float(sizes.mean()) if sizes.size else 0.0,
+        "max_class_size": int(sizes.max()) if sizes.size else 0,
+    }
+
+
+def target_masks(enc: EncodedQI, constraints: Sequence[DiversityConstraint]) -> np.ndarray:
+    """(m, n) boolean: row i matches constraint j's target in the input."""
+    out = np.ones((len(constraints), enc.n), dtype=bool)
+    for j, c in enumerate(constraints):
+        for a, v in c.target:
+            col = enc.names.index(a)
+            out[j] &= enc.codes[:, col] == enc.code_of(a, v)
+    return out
+
+
+def visible_counts(enc: EncodedQI, out_codes: np.ndarray,
+                   constraints: Sequence[DiversityConstraint]) -> np.ndarray:
+    """Count of each constraint's target among rows whose target cells are visible."""
+    res = np.empty(len(constraints), dtype=np.int64)
+    for j, c in enumerate(constraints):
+        m = np.ones(enc.n, dtype=bool)
+        for a, v in c.target:
+            col = enc.names.index(a)
+            m &= out_codes[:, col] == enc.code_of(a, v)
+        res[j] = int(m.sum())
+    return res
+
+
+@dataclass
+class Anonymization:
+    """A k-anonymous table produced by suppression, with its clustering and metrics.
+
+    Attributes
+    ----------
+    table : same kind as the input
+        The anonymized table: QI columns as text with ``marker`` in suppressed
+        cells; other columns unchanged; rows in input order.
+    k, qi, method, marker
+    groups : ndarray (n,)
+        The cluster of each row (classes on the full QI tuple may join clusters).
+    suppressed : ndarray (n, q) of bool
+    metrics : dict
+        See :func:`anonymity_metrics`.
+    constraints : list of ConstraintStatus
+        Each constraint's count in the output and whether it holds.
+    stats : dict
+        Runtime and algorithm-specific counters (search steps, backtracks ...).
+    """
+
+    table: Any
+    k: int
+    qi: list[str]
+    method: str
+    groups: np.ndarray
+    suppressed: np.ndarray
+    metrics: dict[str, Any]
+    constraints: list[ConstraintStatus] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+    marker: str = SUPPRESSED
+
+    @property
+    def constraints_satisfied(self) -> int:
+        return sum(s.satisfied for s in self.constraints)
+
+    @property
+    def all_constraints_hold(self) -> bool:
+        return all(s.satisfied for s in self.constraints)
+
+    def report(self) -> dict[str, Any]:
+        """A JSON-friendly report (what ``veil table anonymize`` writes)."""
+        from ..release import to_jsonable
+
+        return to_jsonable({
+            "method": self.method, "k": self.k, "qi": self.qi, "marker": self.marker,
+            "guarantee": ("k-anonymity by suppression: every combination of published "
+                          "quasi-identifier values is shared by at least k rows. This is "
+                          "not differential privacy."),
+            "metrics": self.metrics,
+            "constraints": [s.to_dict() for s in self.constraints],
+            "constraints_satisfied": self.constraints_satisfied,
+            "constraints_total": len(self.constraints),
+            "stats": self.stats,
+        })
+
+
+def build_result(table: Any, cols: dict, enc: EncodedQI, k: int, groups: np.ndarray,
+                 method: str, constraints: Sequence[DiversityConstraint] = (),
+                 mask: np.ndarray | None = None, stats: dict | None = None,
+                 marker: str = SUPPRESSED, t0: float | None = None) -> Anonymization:
+    """Assemble an :class:`Anonymization` from a clustering (and optional extra suppression)."""
+    if mask is None:
+        mask = suppression_mask(enc.codes, groups)
+    out_codes = suppressed_codes(enc.codes, mask)
+    sizes = np.bincount(np.unique(groups, return_inverse=True)[1])
+    if sizes.size and sizes.min() < k:
+        raise AssertionError(f"internal error: a cluster has {sizes.min()} < k = {k} rows")
+    new = {}
+    for j, name in enumerate(enc.names):
+        s = column_strings(cols[name], name=name).astype(object)
+        s[mask[:, j]] = marker
+        new[name] = s
+    out_table = replace_columns(table, new)
+    counts = visible_counts(enc, out_codes, constraints)
+    status = [ConstraintStatus(c, int(n)) for c, n in zip(constraints, counts)]
+    st = dict(stats or {})
+    if t0 is not None:
+        st["runtime_s"] = time.perf_counter() - t0
+    return Anonymization(table=out_table, k=k, qi=list(enc.names), method=method,
+                         groups=np.asarray(groups), suppressed=mask,
+                         metrics=anonymity_metrics(out_codes), constraints=status, stats=st,
+                         marker=marker)

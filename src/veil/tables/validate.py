@@ -1,0 +1,124 @@
+"""Validation ``R |= Sigma`` by one generated DuckDB SQL query.
+
+Every constraint becomes one ``count(*) FILTER (WHERE ...)`` aggregate of a
+single ``SELECT`` over the table, so the table is scanned once for all
+constraints. ``count(*) FILTER`` returns 0 (not NULL, as ``count_if`` does on
+an empty input) and a suppressed cell never equals a value: the suppression
+marker is rejected as a constraint value, and a NULL cell fails ``=``.
+Columns are compared as text (``CAST(col AS VARCHAR)``), like the parser.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from ..errors import ParameterError
+from .constraints import DiversityConstraint
+
+__all__ = ["validation_sql", "ConstraintStatus", "check_constraints", "count_targets"]
+
+SUPPRESSED = "*"
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def validation_sql(constraints: Sequence[DiversityConstraint], *, table_name: str = "t",
+                   marker: str = SUPPRESSED) -> str:
+    """The one SQL query that counts the target rows of every constraint.
+
+    Examples
+    --------
+    >>> from veil.tables import parse_constraints
+    >>> print(validation_sql(parse_constraints("sex=F: 2..4\\nsex=F, race=W: 0..5")))
+    SELECT count(*) AS n_rows,
+      count(*) FILTER (WHERE CAST("sex" AS VARCHAR) = 'F') AS c0,
+      count(*) FILTER (WHERE CAST("race" AS VARCHAR) = 'W' AND CAST("sex" AS VARCHAR) = 'F') AS c1
+    FROM "t"
+    """
+    parts = ["count(*) AS n_rows"]
+    for i, c in enumerate(constraints):
+        conds = []
+        for attr, value in c.target:
+            if value == marker:
+                raise ParameterError(
+                    f"constraint {c.to_text()!r} targets the suppression marker {marker!r}; "
+                    "a suppressed cell never matches a constraint")
+            conds.append(f"CAST({_ident(attr)} AS VARCHAR) = {_literal(value)}")
+        parts.append(f"count(*) FILTER (WHERE {' AND '.join(conds)}) AS c{i}")
+    return "SELECT " + ",\n  ".join(parts) + f"\nFROM {_ident(table_name)}"
+
+
+@dataclass(frozen=True)
+class ConstraintStatus:
+    """A constraint, its count in a table, and whether it holds."""
+
+    constraint: DiversityConstraint
+    count: int
+
+    @property
+    def satisfied(self) -> bool:
+        return self.constraint.holds(self.count)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.constraint.to_dict()
+        d.update(count=self.count, satisfied=self.satisfied)
+        return d
+
+
+def count_targets(table: Any, constraints: Sequence[DiversityConstraint], *,
+                  marker: str = SUPPRESSED) -> list[int]:
+    """Counts of each constraint's target rows in ``table`` (one DuckDB query).
+
+    ``table`` is a pandas DataFrame, a pyarrow Table, a mapping of columns, or
+    a path to a CSV/Parquet file.
+    """
+    import duckdb
+
+    from .data import as_columns, read_table, table_kind
+
+    if isinstance(table, str) or hasattr(table, "__fspath__"):
+        table = read_table(table)
+    kind = table_kind(table)
+    if kind == "mapping":
+        import pyarrow as pa
+
+        table = pa.table({k: list(v) for k, v in as_columns(table).items()})
+    cols = list(table.columns) if kind == "pandas" else list(table.column_names)
+    cols = [str(c) for c in cols]
+    for c in constraints:
+        for a in c.attributes:
+            if a not in cols:
+                raise ParameterError(f"constraint {c.to_text()!r}: unknown attribute {a!r} "
+                                     f"(columns: {', '.join(cols)})")
+    if not constraints:
+        return []
+    con = duckdb.connect()
+    try:
+        con.register("t", table)
+        row = con.sql(validation_sql(constraints, table_name="t", marker=marker)).fetchall()[0]
+    finally:
+        con.close()
+    return [int(x) for x in row[1:]]
+
+
+def check_constraints(table: Any, constraints: Sequence[DiversityConstraint], *,
+                      marker: str = SUPPRESSED) -> list[ConstraintStatus]:
+    """Validate ``table |= constraint`` for every constraint with one SQL query.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from veil.tables import parse_constraints
+    >>> df = pd.DataFrame({"sex": ["F", "F", "M", "*"], "race": ["W", "B", "W", "W"]})
+    >>> [s.count for s in check_constraints(df, parse_constraints("sex=F: 2..4\\nrace=W: 3..3"))]
+    [2, 3]
+    """
+    counts = count_targets(table, constraints, marker=marker)
+    return [ConstraintStatus(c, n) for c, n in zip(constraints, counts)]

@@ -1,0 +1,361 @@
+"""Per-user batch: build every user's category histogram with DuckDB and sanitize each one.
+
+The work is split into a pure per-user function (:func:`sanitize_one`, a dense
+count vector in, a :class:`~veil.visits.VisitResult` out) and a driver
+(:func:`sanitize_users`) that walks user-sorted numpy arrays (offsets into one
+long ``(user, category, count)`` table), so a distributed engine can call the
+same function on any bucket of users.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import DataError, InfeasibleError, InstanceTooLargeError, ParameterError
+from ..validation import check_choice
+from .hide import hide
+from .resemble import avoid, resemble
+from .result import VisitResult
+
+__all__ = ["UserHistograms", "load_checkins", "sanitize_one", "sanitize_users", "BatchResult",
+           "write_table", "align_target"]
+
+
+@dataclass
+class UserHistograms:
+    """Per-user histograms in long form, sorted by user.
+
+    ``users[u]`` is the id of user ``u``; ``categories[c]`` a category name;
+    rows ``offsets[u]:offsets[u+1]`` of ``cat`` / ``count`` hold user ``u``'s
+    non-zero bins.
+    """
+
+    users: np.ndarray
+    categories: list[str]
+    offsets: np.ndarray
+    cat: np.ndarray
+    count: np.ndarray
+    source: str | None = None
+
+    @property
+    def n_users(self) -> int:
+        return int(self.users.size)
+
+    def dense(self, u: int) -> np.ndarray:
+        out = np.zeros(len(self.categories), dtype=np.int64)
+        s, e = self.offsets[u], self.offsets[u + 1]
+        out[self.cat[s:e]] = self.count[s:e]
+        return out
+
+
+def _reader(path: str, fmt: str | None) -> str:
+    ext = (fmt or Path(path).suffix.lstrip(".")).lower()
+    lit = "'" + str(path).replace("'", "''") + "'"
+    if ext == "parquet":
+        return f"read_parquet({lit})"
+    if ext in ("json", "ndjson", "jsonl"):
+        return f"read_json_auto({lit})"
+    if ext in ("tsv", "txt"):
+        return f"read_csv({lit}, delim='\t', header=true)"
+    return f"read_csv({lit}, header=true)"
+
+
+def load_checkins(path: str | Path, *, user_column: str = "user",
+                  category_column: str = "category", categories: Sequence[str] | None = None,
+                  fmt: str | None = None) -> UserHistograms:
+    """Count check-ins per (user, category) with DuckDB.
+
+    Parameters
+    ----------
+    path : str or Path
+        CSV (header required), TSV, Parquet or JSON file with one check-in per
+        row; other columns (e.g. a time) are ignored.
+    user_column, category_column : str
+        Column names.
+    categories : sequence of str, optional
+        The category domain (public, e.g. the taxonomy's names or a target's
+        categories). Default: the categories present in the file; categories
+        outside a given domain are an error.
+
+    Returns
+    -------
+    UserHistograms
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp(); p = os.path.join(d, "c.csv")
+    >>> _ = open(p, "w").write("user,category\\nu1,Bar\\nu1,Bar\\nu2,Park\\n")
+    >>> uh = load_checkins(p)
+    >>> uh.users.tolist(), uh.categories, uh.dense(0).tolist()
+    (['u1', 'u2'], ['Bar', 'Park'], [2, 0])
+    """
+    import duckdb
+
+    p = Path(path)
+    if not p.exists():
+        raise DataError("check-in file not found", path=str(p))
+    con = duckdb.connect()
+    try:
+        rel = con.sql(f"SELECT * FROM {_reader(str(p), fmt)}")
+        cols = rel.columns
+    except duckdb.Error as exc:
+        raise DataError(f"cannot read check-ins: {str(exc).splitlines()[0]}", path=str(p)) from None
+    for col, opt in ((user_column, "user column"), (category_column, "category column")):
+        if col not in cols:
+            import difflib
+
+            hint = difflib.get_close_matches(col, cols, n=1)
+            extra = f"; did you mean {hint[0]!r}?" if hint else ""
+            raise DataError(f"no {opt} {col!r}; columns are {cols}{extra}", path=str(p))
+    u, c = (f'"{x}"' for x in (user_column, category_column))
+    nulls = con.sql(f"SELECT count(*) FILTER (WHERE {u} IS NULL), count(*) FILTER (WHERE {c} IS "
+                    f"NULL OR trim(CAST({c} AS VARCHAR)) = '') FROM {_reader(str(p), fmt)}"
+                    ).fetchall()[0]
+    if nulls[0] or nulls[1]:
+        col = user_column if nulls[0] else category_column
+        raise DataError(f"{max(nulls)} rows have an empty {col!r}", path=str(p), column=col)
+    rows = con.sql(f"SELECT CAST({u} AS VARCHAR) AS u, CAST({c} AS VARCHAR) AS c, count(*) AS n "
+                   f"FROM {_reader(str(p), fmt)} GROUP BY 1, 2 ORDER BY 1, 2").fetchnumpy()
+    con.close()
+    users_col = np.asarray(rows["u"], dtype=object)
+    cats_col = np.asarray(rows["c"], dtype=object)
+    counts = np.asarray(rows["n"], dtype=np.int64)
+    if categories is None:
+        domain = sorted(set(cats_col.tolist()))
+    else:
+        domain = [str(x) for x in categories]
+        extra = sorted(set(cats_col.tolist()) - set(domain))
+        if extra:
+            raise DataError(f"{len(extra)} categories are outside the given domain, e.g. "
+                            f"{extra[:3]}", path=str(p), column=category_column)
+    pos = {nm: i for i, nm in enumerate(domain)}
+    cat = np.fromiter((pos[x] for x in cats_col), dtype=np.int64, count=cats_col.size)
+    users, starts = np.unique(users_col.astype(str), return_index=True)
+    offsets = np.append(starts, users_col.size).astype(np.int64)
+    return UserHistograms(users=users, categories=domain, offsets=offsets, cat=cat, count=counts,
+                          source=str(p))
+
+
+def align_target(target_labels: Sequence[str], target_values: Sequence[float],
+                 categories: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """Put a labeled target and a histogram domain on one domain.
+
+    As in the paper, the domain is extended to the union of both category sets
+    (new bins hold zero visits). A target with no weight on any category of
+    the histogram is an error (a different domain: e.g. names from another
+    taxonomy level; fix them with a roll-up first).
+
+    Returns
+    -------
+    domain : list of str
+        ``categories`` followed by the target's extra categories.
+    target : ndarray
+        Target weights on ``domain``.
+
+    Examples
+    --------
+    >>> align_target(["Bar", "Zoo"], [1.0, 3.0], ["Bar", "Park"])
+    (['Bar', 'Park', 'Zoo'], array([1., 0., 3.]))
+    """
+    domain = [str(c) for c in categories]
+    pos = {nm: i for i, nm in enumerate(domain)}
+    vals: dict[int, float] = {}
+    shared = 0.0
+    for lab, v in zip(target_labels, target_values):
+        lab = str(lab)
+        if lab not in pos:
+            pos[lab] = len(domain)
+            domain.append(lab)
+        else:
+            shared += float(v)
+        vals[pos[lab]] = vals.get(pos[lab], 0.0) + float(v)
+    if shared <= 0:
+        raise ParameterError("the target puts no weight on any category of the histogram: "
+                             f"different domains (target has e.g. {list(target_labels)[:3]}, "
+                             f"histogram {list(categories)[:3]})")
+    out = np.zeros(len(domain))
+    for k, v in vals.items():
+        out[k] = v
+    return domain, out
+
+
+def sanitize_one(counts: np.ndarray, *, problem: str, sensitive: np.ndarray | None = None,
+                 target: np.ndarray | None = None, distance: str = "js",
+                 privacy_distance: str = "js", quality_bound: float | None = None,
+                 privacy_threshold: float | None = None, method: str = "auto",
+                 forbid_unvisited: bool = False, labels: Sequence[str] | None = None,
+                 **kw: Any) -> VisitResult:
+    """Sanitize one user's dense histogram (a pure function of its arguments)."""
+    if problem == "hide":
+        return hide(counts, sensitive=sensitive, distance=distance,
+                    method="auto" if method in ("auto", "exact", "heuristic") else method,
+                    forbid_unvisited=forbid_unvisited, labels=labels, **kw)
+    fn = resemble if problem == "resemble" else avoid
+    if quality_bound is None:
+        raise ParameterError(f"{problem} needs a quality bound (--quality-bound)")
+    return fn(counts, target, quality_bound=quality_bound, privacy_threshold=privacy_threshold,
+              quality_distance=distance, privacy_distance=privacy_distance, method=method,
+              forbid_unvisited=forbid_unvisited, labels=labels, **kw)
+
+
+@dataclass
+class BatchResult:
+    """Output table (long form) and per-user summary, as column dictionaries."""
+
+    table: dict[str, np.ndarray]
+    summary: dict[str, np.ndarray]
+    runtime_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def status_counts(self) -> dict[str, int]:
+        vals, cnt = np.unique(self.summary["status"], return_counts=True)
+        return {str(v): int(c) for v, c in zip(vals, cnt)}
+
+
+def _hide_buckets(hists: UserHistograms, sensitive, bucket: int, distance: str = "js",
+                  forbid_unvisited: bool = False, **_: Any) -> BatchResult:
+    from .hide import hide_many
+
+    t0 = time.perf_counter()
+    nu, nc = hists.n_users, len(hists.categories)
+    cats = np.asarray(hists.categories, dtype=object)
+    urow = np.repeat(np.arange(nu), np.diff(hists.offsets))
+    tab_u, tab_c, tab_o, tab_s = [], [], [], []
+    sm = {k: [] for k in ("size", "sanitized_size", "sensitive_visits", "quality_loss", "status",
+                          "message")}
+    for s0 in range(0, nu, bucket):
+        s1 = min(nu, s0 + bucket)
+        a, b = hists.offsets[s0], hists.offsets[s1]
+        H = np.zeros((s1 - s0, nc), dtype=np.int64)
+        H[urow[a:b] - s0, hists.cat[a:b]] = hists.count[a:b]
+        out, q, st = hide_many(H, sensitive=sensitive, distance=distance,
+                               forbid_unvisited=forbid_unvisited)
+        ok = st == ""
+        r, c = np.nonzero(((H > 0) | (out > 0)) & ok[:, None])
+        tab_u.append(r + s0)
+        tab_c.append(c)
+        tab_o.append(H[r, c])
+        tab_s.append(out[r, c])
+        sm["size"].append(H.sum(axis=1))
+        sm["sanitized_size"].append(np.where(ok, out.sum(axis=1), 0))
+        sm["sensitive_visits"].append(H[:, sensitive].sum(axis=1))
+        sm["quality_loss"].append(q)
+        sm["status"].append(np.where(ok, "ok", "infeasible"))
+        sm["message"].append(st)
+    uid = np.concatenate(tab_u)
+    table = {"user": hists.users[uid].astype(str),
+             "category": cats[np.concatenate(tab_c)].astype(str),
+             "original": np.concatenate(tab_o), "sanitized": np.concatenate(tab_s)}
+    summary = {"user": hists.users.astype(str)}
+    for k, v in sm.items():
+        summary[k] = np.concatenate(v)
+    summary["privacy_distance"] = np.full(nu, np.nan)
+    summary["algorithm"] = np.where(summary["status"] == "ok", "convex-greedy", "")
+    summary["exact"] = summary["status"] == "ok"
+    summary["gap"] = np.where(summary["exact"], 0.0, np.nan)
+    summary["message"] = summary["message"].astype(str)
+    order = ["user", "size", "sanitized_size", "sensitive_visits", "quality_loss",
+             "privacy_distance", "algorithm", "exact", "gap", "status", "message"]
+    return BatchResult(table=table, summary={k: summary[k] for k in order},
+                       runtime_s=time.perf_counter() - t0)
+
+
+def sanitize_users(hists: UserHistograms, *, problem: str, sensitive: np.ndarray | None = None,
+                   target: np.ndarray | None = None, progress=None, vectorized: bool = True,
+                   bucket: int = 4096, **kw: Any) -> BatchResult:
+    """Sanitize every user; record infeasible users instead of failing.
+
+    ``hide`` with ``method`` ``auto``/``convex`` runs vectorized over buckets of
+    ``bucket`` users (:func:`veil.visits.hide.hide_many`, same answers as
+    :func:`sanitize_one`); everything else calls :func:`sanitize_one` per user
+    (``vectorized=False`` forces that path).
+
+    A user whose histogram cannot be sanitized (every visit sensitive, no
+    histogram within the quality bound reaches the threshold ...) gets status
+    ``infeasible`` in the summary and **no rows** in the output table: the
+    original histogram is never published in its place.
+    """
+    check_choice(problem, "problem", ("hide", "resemble", "avoid"))
+    if (vectorized and problem == "hide" and kw.get("method", "auto") in ("auto", "convex")
+            and sensitive is not None):
+        return _hide_buckets(hists, np.asarray(sensitive), bucket, **kw)
+    t0 = time.perf_counter()
+    nu, nc = hists.n_users, len(hists.categories)
+    cats = np.asarray(hists.categories, dtype=object)
+    out_u, out_c, out_o, out_s = [], [], [], []
+    sm = {k: [] for k in ("user", "size", "sanitized_size", "sensitive_visits", "quality_loss",
+                          "privacy_distance", "algorithm", "exact", "gap", "status", "message")}
+    for u in range(nu):
+        h = hists.dense(u)
+        sens_visits = int(h[sensitive].sum()) if sensitive is not None else 0
+        try:
+            res = sanitize_one(h, problem=problem, sensitive=sensitive, target=target, **kw)
+        except (InfeasibleError, InstanceTooLargeError) as exc:
+            vals = (hists.users[u], int(h.sum()), 0, sens_visits, np.nan, np.nan, "", False,
+                    np.nan, "infeasible", " ".join(str(exc).split()))
+        else:
+            nz = np.flatnonzero((h > 0) | (res.histogram > 0))
+            out_u.append(np.full(nz.size, u, dtype=np.int64))
+            out_c.append(nz)
+            out_o.append(h[nz])
+            out_s.append(res.histogram[nz])
+            vals = (hists.users[u], int(h.sum()), res.size, sens_visits, res.quality_loss,
+                    np.nan if res.privacy_value is None else res.privacy_value, res.algorithm,
+                    res.exact, res.gap, "ok", "; ".join(res.notes))
+        for k, v in zip(sm, vals):
+            sm[k].append(v)
+        if progress is not None:
+            progress(u + 1, nu)
+    cat_idx = np.concatenate(out_c) if out_c else np.zeros(0, dtype=np.int64)
+    uid = np.concatenate(out_u) if out_u else np.zeros(0, dtype=np.int64)
+    table = {"user": hists.users[uid].astype(str), "category": cats[cat_idx].astype(str),
+             "original": np.concatenate(out_o) if out_o else np.zeros(0, dtype=np.int64),
+             "sanitized": np.concatenate(out_s) if out_s else np.zeros(0, dtype=np.int64)}
+    summary = {k: np.asarray(v) for k, v in sm.items()}
+    summary["user"] = summary["user"].astype(str)
+    del nc
+    return BatchResult(table=table, summary=summary, runtime_s=time.perf_counter() - t0)
+
+
+def write_table(columns: dict[str, np.ndarray], path: str | Path, fmt: str | None = None) -> Path:
+    """Write columns to CSV, Parquet or JSON atomically (temporary file, then rename)."""
+    import pyarrow as pa
+
+    p = Path(path)
+    fmt = (fmt or p.suffix.lstrip(".") or "csv").lower()
+    check_choice(fmt, "format", ("csv", "parquet", "json"))
+    if not p.parent.exists():
+        raise ParameterError(f"output folder {str(p.parent)!r} does not exist")
+    tbl = pa.table({k: pa.array(np.asarray(v).tolist()) for k, v in columns.items()})
+    fd, tmp = tempfile.mkstemp(prefix=".veil-tmp-", dir=str(p.parent))
+    os.close(fd)
+    try:
+        if fmt == "csv":
+            import pyarrow.csv as pcsv
+
+            pcsv.write_csv(tbl, tmp)
+        elif fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            pq.write_table(tbl, tmp)
+        else:
+            import json
+
+            from ..release import to_jsonable
+
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(to_jsonable(tbl.to_pylist()), fh)
+        os.replace(tmp, p)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return p

@@ -1,0 +1,101 @@
+"""Reading one histogram or a target profile from JSON / CSV."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DataError
+
+__all__ = ["read_histogram", "read_profile", "is_checkin_file"]
+
+_VALUE_COLS = ("count", "counts", "visits", "weight", "probability", "value", "frequency")
+
+
+def _load_json(p: Path):
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError("file not found", path=str(p)) from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"not valid JSON: {exc}", path=str(p)) from None
+
+
+def read_profile(path: str | Path, *,
+                 what: str = "histogram") -> tuple[list[str] | None, np.ndarray]:
+    """Labels and values from a JSON or CSV file.
+
+    JSON: ``{"Bar": 3, ...}``, ``{"histogram": {...}}`` or a list of numbers.
+    CSV: a category column (``category``/``name``/``label``, any case) and a value
+    column (``count``, ``weight``, ``probability``, ``value`` ...); rows with the
+    same category are summed (so ``Category,Hour,Count`` files work).
+    """
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"{what} file not found", path=str(p))
+    if p.suffix.lower() == ".json":
+        data = _load_json(p)
+        if isinstance(data, dict) and isinstance(data.get("histogram"), (dict, list)):
+            data = data["histogram"]
+        if isinstance(data, dict):
+            labels = [str(k) for k in data]
+            vals = list(data.values())
+        elif isinstance(data, list):
+            labels, vals = None, data
+        else:
+            raise DataError(f"a JSON {what} must be an object {{category: count}} or a list",
+                            path=str(p))
+        for k, v in zip(labels or range(len(vals)), vals):
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise DataError(f"value for {k!r} must be a number, got {v!r}", path=str(p))
+        return labels, np.asarray(vals, dtype=np.float64)
+    import duckdb
+
+    lit = "'" + str(p).replace("'", "''") + "'"
+    try:
+        rel = duckdb.sql(f"SELECT * FROM read_csv({lit}, header=true)")
+        cols = rel.columns
+    except duckdb.Error as exc:
+        raise DataError(f"cannot read {what}: {str(exc).splitlines()[0]}", path=str(p)) from None
+    low = {c.lower(): c for c in cols}
+    cat = next((low[c] for c in ("category", "name", "label", "place") if c in low), None)
+    val = next((low[c] for c in _VALUE_COLS if c in low), None)
+    if cat is None or val is None:
+        raise DataError(f"a CSV {what} needs a category column and a count/weight column; "
+                        f"found {cols}", path=str(p))
+    try:
+        rows = duckdb.sql(f'SELECT CAST("{cat}" AS VARCHAR) AS c, sum(CAST("{val}" AS DOUBLE)) '
+                          f"AS v, count(*) FILTER (WHERE \"{val}\" IS NULL) AS nn FROM "
+                          f"read_csv({lit}, header=true) GROUP BY 1 ORDER BY 1").fetchall()
+    except duckdb.Error as exc:
+        raise DataError(f"column {val!r} must be numeric: {str(exc).splitlines()[0]}",
+                        path=str(p), column=val) from None
+    if any(r[0] is None for r in rows):
+        raise DataError("empty category name", path=str(p), column=cat)
+    if any(r[2] for r in rows):
+        raise DataError("empty value", path=str(p), column=val)
+    return [r[0] for r in rows], np.asarray([r[1] for r in rows], dtype=np.float64)
+
+
+def read_histogram(path: str | Path) -> tuple[list[str] | None, np.ndarray]:
+    """One user's histogram (labels may be None); counts are validated by the solver."""
+    return read_profile(path, what="histogram")
+
+
+def is_checkin_file(path: str | Path, user_column: str) -> bool:
+    """True when ``path`` is a check-in table with a user column (not one histogram)."""
+    p = Path(path)
+    if p.suffix.lower() == ".json":
+        return False
+    if p.suffix.lower() == ".parquet":
+        return True
+    import duckdb
+
+    lit = "'" + str(p).replace("'", "''") + "'"
+    try:
+        cols = duckdb.sql(f"SELECT * FROM read_csv({lit}, header=true) LIMIT 0").columns
+    except duckdb.Error:
+        return False
+    return user_column in cols

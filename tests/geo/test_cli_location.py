@@ -1,0 +1,128 @@
+"""`veil location obfuscate|noise`: outputs, sidecars, and bad input (exit 2, no output)."""
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from veil.cli import main
+from veil.distances import haversine_m
+
+
+def run(args):
+    try:
+        main(args)
+    except SystemExit as exc:
+        return exc.code
+    return 0
+
+
+@pytest.fixture
+def pts(tmp_path):
+    f = tmp_path / "pts.csv"
+    rows = "\n".join(f"{i},{39.9 + i * 1e-3},{116.4 + i * 1e-3}" for i in range(200))
+    f.write_text("id,lat,lon\n" + rows + "\n")
+    return f
+
+
+def test_obfuscate_csv_with_sidecar(tmp_path, pts):
+    out = tmp_path / "out.csv"
+    assert run(["location", "obfuscate", str(pts), "--epsilon", "0.01", "-o", str(out),
+                "--seed", "3"]) == 0
+    import pandas as pd
+    got, src = pd.read_csv(out), pd.read_csv(pts)
+    assert list(got.columns) == ["id", "lat", "lon"] and (got["id"] == src["id"]).all()
+    d = haversine_m(src["lat"].to_numpy(), src["lon"].to_numpy(), got["lat"].to_numpy(),
+                    got["lon"].to_numpy())
+    assert 100 < d.mean() < 300                       # mean 2/eps = 200 m
+    meta = json.loads((tmp_path / "out.csv.meta.json").read_text())
+    assert meta["mechanism"] == "planar-laplace" and meta["budget"]["epsilon_per_metre"] == 0.01
+
+
+def test_obfuscate_grid_region_parquet(tmp_path, pts):
+    out = tmp_path / "out.parquet"
+    region = tmp_path / "region.json"
+    region.write_text(json.dumps({"type": "polygon", "vertices": [[39.8, 116.3], [39.8, 116.7],
+                                                                  [40.2, 116.7], [40.2, 116.3]]}))
+    assert run(["location", "obfuscate", str(pts), "--epsilon", "0.01", "-o", str(out),
+                "--grid-step", "50", "--region", str(region), "--seed", "1"]) == 0
+    t = pq.read_table(out)
+    assert t.num_rows == 200
+    meta = json.loads((tmp_path / "out.parquet.meta.json").read_text())
+    assert meta["parameters"]["epsilon_prime"] > 0.01
+    assert meta["budget"]["epsilon_per_metre"] == meta["parameters"]["epsilon_prime"]
+
+
+@pytest.mark.parametrize("content,extra", [
+    ("id,lat,lon\n1,95,116.4\n", []),                     # latitude out of range
+    ("id,lat,lon\n1,,116.4\n", []),                       # missing (NaN)
+    ("id,lat,lon\n1,nan,116.4\n", []),
+    ("id,lat,lon\n1,39.9,116.4\n", ["--epsilon", "0"]),   # eps <= 0
+    ("id,lat,lon\n1,39.9,116.4\n", ["--epsilon", "-1"]),
+    ("id,lat,lon\n1,39.9,116.4\n", ["--grid-step", "50"]),  # grid without public region
+    ("id,lat,lon\n1,39.9,116.4\n", ["--grid-step", "50", "--region", "40,116,40,117"]),  # empty
+    ("id,lat,lon\n1,39.9,116.4\n", ["--grid-step", "-5", "--region", "39,116,40,117"]),
+])
+def test_obfuscate_bad_input_exit_2_no_output(tmp_path, content, extra, capsys):
+    f = tmp_path / "in.csv"
+    f.write_text(content)
+    out = tmp_path / "out.csv"
+    args = ["location", "obfuscate", str(f), "-o", str(out)] + extra
+    if "--epsilon" not in extra:
+        args += ["--epsilon", "0.01"]
+    assert run(args) == 2
+    assert not out.exists() and not (tmp_path / "out.csv.meta.json").exists()
+    err = capsys.readouterr().err
+    assert err.startswith("veil: error:") and len(err.strip().splitlines()) == 1
+
+
+def test_noise_command(tmp_path, capsys):
+    assert run(["location", "noise", "--privacy", "geo", "--epsilon", "0.01",
+                "--loss", "squared"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["is_planar_laplace"] and abs(res["expected_loss"] - 60000) < 20
+    out = tmp_path / "n.json"
+    assert run(["location", "noise", "--privacy", "D-eps", "--D", "100", "--epsilon", "1",
+                "--loss", "threshold:150", "-o", str(out)]) == 0
+    assert abs(json.loads(out.read_text())["core"] - 50) < 1
+
+
+@pytest.mark.parametrize("args", [
+    ["--privacy", "D-eps", "--epsilon", "1"],                 # D missing
+    ["--privacy", "D-eps", "--D", "0", "--epsilon", "1"],      # D <= 0
+    ["--privacy", "D-eps", "--D", "-3", "--epsilon", "1"],
+    ["--privacy", "geo", "--epsilon", "0"],
+    ["--privacy", "geo", "--epsilon", "0.01", "--loss", "cubic"],
+    ["--privacy", "nope", "--epsilon", "0.01"],
+])
+def test_noise_bad_input(args):
+    assert run(["location", "noise"] + args) == 2
+
+
+def test_bench_on_real_data_small(tmp_path, capsys):
+    png = tmp_path / "b.png"
+    assert run(["bench", "location", "--epsilons", "0.005", "--cells", "3", "--seed", "0",
+                "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert "Foursquare NYC" in out and "| 0.005 | 400 |" in out
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    assert run(["bench", "location", "--cells", "40"]) == 2
+
+
+def test_obfuscate_consistent_window(tmp_path):
+    f = tmp_path / "in.csv"
+    f.write_text("lat,lon,t\n45.0,7.0,0\n45.0,7.0,10\n45.0,7.0,4000\n46.0,7.0,10\n")
+    out, key = tmp_path / "out.csv", tmp_path / "key.bin"
+    args = ["location", "obfuscate", str(f), "--epsilon", "0.01", "-o", str(out),
+            "--consistent-window", "3600", "--time-column", "t", "--key-file", str(key)]
+    assert run(args) == 0
+    assert key.stat().st_size == 32 and (key.stat().st_mode & 0o777) == 0o600
+    import pandas as pd
+    a = pd.read_csv(out)
+    assert (a.iloc[0][["lat", "lon"]] == a.iloc[1][["lat", "lon"]]).all()   # same window
+    assert not (a.iloc[0][["lat", "lon"]] == a.iloc[2][["lat", "lon"]]).all()
+    out2 = tmp_path / "out2.csv"
+    assert run(args[:6] + [str(out2)] + args[7:]) == 0                          # same key reused
+    assert pd.read_csv(out2)[["lat", "lon"]].equals(a[["lat", "lon"]])
+    assert run(["location", "obfuscate", str(f), "--epsilon", "0.01", "-o",
+                str(tmp_path / "x.csv"), "--consistent-window", "60"]) == 2

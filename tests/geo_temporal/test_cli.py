@@ -1,0 +1,136 @@
+"""`veil trajectory model|release`: happy path and bad input (exit 2, no output)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from veil.audit import check_on_grid
+from veil.cli import main
+from veil.datasets import shared_data_path
+from veil.geo.temporal import MarkovModel, beijing_grid
+
+
+def _run(args):
+    try:
+        main([str(a) for a in args])
+    except SystemExit as exc:
+        return exc.code or 0
+    return 0
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory):
+    d = tmp_path_factory.mktemp("m")
+    p = d / "m.npz"
+    assert _run(["trajectory", "model", shared_data_path("geolife", "geolife_long"),
+                 "--grid", "beijing", "-o", p]) == 0
+    return p
+
+
+def _track(path, n=40, edits=None):
+    g = beijing_grid(50)
+    lonlat = g.to_lonlat(g.centers_m[1275 + np.arange(n) % 5])
+    df = pd.DataFrame({"time": np.arange(n) * 5.0, "lat": lonlat[:, 1], "lon": lonlat[:, 0]})
+    for (col, row), val in (edits or {}).items():
+        if isinstance(val, str):
+            df[col] = df[col].astype(object)
+        df.loc[row, col] = val
+    df.to_csv(path, index=False)
+    return path
+
+
+def test_model_and_release(tmp_path, model_path, capsys):
+    m = MarkovModel.load(model_path)
+    assert m.grid == beijing_grid(50) and m.meta["n_transitions"] > 1000
+    out = tmp_path / "out.csv"
+    code = _run(["trajectory", "release", _track(tmp_path / "t.csv"), "--epsilon", 1,
+                 "--delta", 0.01, "--mechanism", "lm", "--model", model_path, "-o", out,
+                 "--seed", 3])
+    assert code == 0, capsys.readouterr().err
+    df = pd.read_csv(out)
+    assert list(df.columns) == ["time", "lon", "lat", "set_size"] and len(df) == 40
+    meta = json.loads((tmp_path / "out.csv.json").read_text())
+    assert meta["budget"]["epsilon"] == pytest.approx(40.0)
+    assert meta["parameters"]["mechanism"] == "lm" and meta["seeded"] is True
+    xy = beijing_grid(50).to_metres(df["lon"], df["lat"])
+    assert check_on_grid(xy, (0.0, 0.0), 1.0, atol=0.02).passed  # 1 m lattice (7-decimal CSV)
+
+
+def test_drop_invalid_points_counted(tmp_path, model_path):
+    out = tmp_path / "o.csv"
+    src = _track(tmp_path / "t.csv", edits={("lat", 3): np.nan, ("lon", 7): 120.0})
+    assert _run(["trajectory", "release", src, "-e", 1, "-d", 0.05, "--model", model_path,
+                 "-o", out, "--on-invalid", "drop"]) == 0
+    assert len(pd.read_csv(out)) == 38
+    assert json.loads((tmp_path / "o.csv.json").read_text())["input"]["n_dropped_invalid"] == 2
+
+
+@pytest.mark.parametrize("case,args,edits,msg", [
+    ("nan", [], {("lat", 3): np.nan}, "NaN"),
+    ("outside", [], {("lon", 5): 120.0}, "outside the grid"),
+    ("unsorted", [], {("time", 10): 1.0}, "not sorted"),
+    ("text", [], {("lat", 2): "abc"}, "not a number"),
+    ("delta0", ["-d", "0"], {}, "delta"),
+    ("delta1", ["-d", "1"], {}, "delta"),
+    ("delta_neg", ["-d", "-0.5"], {}, "delta"),
+    ("eps", ["-e", "0"], {}, "epsilon"),
+    ("mech", ["-m", "gauss"], {}, "mechanism"),
+    ("grid", ["--grid", "beijing:40"], {}, "grid"),
+    ("invalid_policy", ["--on-invalid", "skip"], {}, "on-invalid"),
+    ("initial_bad", ["--initial-lonlat", "116.3"], {}, "initial-lonlat"),
+    ("initial_out", ["--initial-lonlat", "120.0,39.9"], {}, "outside the grid"),
+])
+def test_bad_input_exit_2_no_output(tmp_path, model_path, capsys, case, args, edits, msg):
+    out = tmp_path / "o.csv"
+    src = _track(tmp_path / "t.csv", edits=edits)
+    base = {"-e": "1", "-d": "0.01"}
+    for k, v in zip(args[::2], args[1::2]):
+        base[k] = v
+    argv = ["trajectory", "release", src, "--model", model_path, "-o", out]
+    for k, v in base.items():
+        argv += [k, v]
+    code = _run(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert msg.lower() in err.lower()
+    assert not out.exists() and not (tmp_path / "o.csv.json").exists()
+
+
+def test_not_a_model_file(tmp_path, capsys):
+    bad = tmp_path / "m.npz"
+    np.savez(bad, x=np.zeros(3))
+    code = _run(["trajectory", "release", _track(tmp_path / "t.csv"), "-e", 1, "-d", 0.1,
+                 "--model", bad, "-o", tmp_path / "o.csv"])
+    assert code == 2 and "not a veil Markov model" in capsys.readouterr().err
+
+
+def test_missing_column(tmp_path, model_path, capsys):
+    p = tmp_path / "t.csv"
+    p.write_text("time,lat\n1,39.9\n")
+    code = _run(["trajectory", "release", p, "-e", 1, "-d", 0.1, "--model", model_path,
+                 "-o", tmp_path / "o.csv"])
+    assert code == 2 and "lon" in capsys.readouterr().err
+
+
+def test_bench_command_small(capsys):
+    code = _run(["bench", "temporal", "--steps", "20", "--reps", "1", "--max-trajectories", "1",
+                 "--seed", "1"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "pim" in out and "lm" in out and "mean_error_m" in out
+
+
+def test_public_initial_point_gives_small_sets(tmp_path, model_path):
+    src = _track(tmp_path / "t.csv")
+    g = beijing_grid(50)
+    lon, lat = g.to_lonlat(g.centers_m[[1275]])[0]
+    out = tmp_path / "o.csv"
+    assert _run(["trajectory", "release", src, "-e", 1, "-d", 0.01, "--model", model_path,
+                 "-o", out, "--initial-lonlat", f"{lon},{lat}", "--seed", 1]) == 0
+    assert pd.read_csv(out)["set_size"].iloc[0] == 1
+    meta = json.loads((tmp_path / "o.csv.json").read_text())
+    assert meta["parameters"]["initial"] == "given"

@@ -1,0 +1,117 @@
+"""`veil visits ...`: end to end, and bad input exits 2 with no output."""
+
+import json
+
+import pytest
+
+from veil.cli import main
+
+
+def run(argv, capsys):
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "h.json").write_text(json.dumps({"Bar": 5, "Church": 2, "Park": 3,
+                                                 "Hospital": 1, "Office": 0}))
+    (tmp_path / "t.csv").write_text("category,weight\nBar,1\nPark,2\nOffice,2\n")
+    (tmp_path / "c.csv").write_text("user,category\n" + "u1,Bar\nu1,Church\nu1,Park\n"
+                                    "u2,Hospital\nu2,Bar\nu2,Bar\nu3,Church\n")
+    return tmp_path
+
+
+def test_hide_one_histogram_with_taxonomy(files, capsys):
+    out = files / "o.json"
+    code, _, err = run(["visits", "hide", str(files / "h.json"), "--sensitive",
+                        "Medical Center,Spiritual Center", "--taxonomy", "foursquare",
+                        "-o", str(out)], capsys)
+    assert code == 0, err
+    res = json.loads(out.read_text())
+    assert res["histogram"]["Church"] == 0 and res["histogram"]["Hospital"] == 0
+    assert res["size"] == 11 and res["exact"]
+
+
+def test_resemble_and_avoid_one_histogram(files, capsys):
+    for cmd in ("resemble", "avoid"):
+        out = files / f"{cmd}.csv"
+        code, _, err = run(["visits", cmd, str(files / "h.json"), "--target",
+                            str(files / "t.csv"), "--quality-bound", "0.1", "-o", str(out)],
+                           capsys)
+        assert code == 0, err
+        # the published file carries no original counts unless asked for
+        assert out.read_text().startswith('"category","sanitized"')
+        code, _, err = run(["visits", cmd, str(files / "h.json"), "--target",
+                            str(files / "t.csv"), "--quality-bound", "0.1", "-o", str(out),
+                            "--include-original"], capsys)
+        assert code == 0, err
+        assert out.read_text().startswith('"category","original","sanitized"')
+
+
+def test_checkin_file_per_user(files, capsys):
+    out = files / "users.csv"
+    code, _, err = run(["visits", "hide", str(files / "c.csv"), "--sensitive", "Church,Hospital",
+                        "-o", str(out)], capsys)
+    assert code == 0, err
+    assert "infeasible" in (files / "users.summary.csv").read_text()  # u3 only visited Church
+    assert "u3" not in out.read_text()
+    assert "original" not in out.read_text().splitlines()[0]
+
+
+@pytest.mark.parametrize("args, match", [
+    (["hide", "{h}", "--sensitive", "Medcal Center", "--taxonomy", "foursquare"], "did you mean"),
+    (["hide", "{h}", "--sensitive", "Chruch"], "did you mean 'Church'"),
+    (["hide", "{neg}", "--sensitive", "Bar"], "must be >= 0"),
+    (["hide", "{h}", "--sensitive", "Bar,Church,Park,Hospital"], "every visited place"),
+    (["resemble", "{h}", "--target", "{t}", "--quality-bound", "-1"], "quality_bound"),
+    (["avoid", "{h}", "--target", "{t}", "--quality-bound", "0.1", "--privacy-threshold", "5"],
+     "largest possible"),
+    (["resemble", "{h}", "--target", "{zoo}", "--quality-bound", "0.1"], "different domains"),
+    (["resemble", "{h}", "--target", "{t}", "--quality-bound", "0.0001",
+      "--privacy-threshold", "0.0001"], "best possible"),
+    (["hide", "{h}", "--sensitive", "Bar", "--distance", "jsd"], "did you mean 'js'"),
+    (["hide", "{missing}", "--sensitive", "Bar"], "not found"),
+    (["hide", "{coarse}", "--sensitive", "Medical Center", "--taxonomy", "foursquare"],
+     "coarser than the selection"),
+])
+def test_bad_input_exit_2_no_output(files, capsys, args, match):
+    (files / "neg.json").write_text(json.dumps({"Bar": -1, "Park": 3}))
+    (files / "zoo.csv").write_text("category,count\nZoo,3\n")
+    (files / "coarse.csv").write_text("user,category\nu1,Food\nu1,Professional & Other Places\n")
+    sub = {"{h}": files / "h.json", "{t}": files / "t.csv", "{neg}": files / "neg.json",
+           "{zoo}": files / "zoo.csv", "{missing}": files / "missing.json",
+           "{coarse}": files / "coarse.csv"}
+    out = files / "out.json"
+    argv = ["visits"] + [str(sub.get(a, a)) for a in args] + ["-o", str(out)]
+    code, stdout, err = run(argv, capsys)
+    assert code == 2, (stdout, err)
+    assert match in err
+    assert not out.exists()
+    assert err.count("\n") == 1  # one line
+
+
+def test_single_csv_histogram_and_indices(files, capsys):
+    (files / "h.csv").write_text("category,count\nBar,5\nChurch,2\nPark,3\n")
+    out = files / "o.json"
+    code, _, err = run(["visits", "hide", str(files / "h.csv"), "-s", "Church", "--r", "4",
+                        "-o", str(out)], capsys)
+    assert code == 0, err
+    res = json.loads(out.read_text())
+    assert res["histogram"]["Church"] == 0 and res["size"] == 12
+    (files / "l.json").write_text("[4, 0, 3, 1]")
+    code, stdout, err = run(["visits", "hide", str(files / "l.json"), "-s", "3"], capsys)
+    assert code == 0, err
+    assert json.loads(stdout)["histogram"] == [5, 0, 3, 0]
+
+
+def test_checkin_only_options_rejected(files, capsys):
+    out = files / "u.csv"
+    code, _, err = run(["visits", "hide", str(files / "c.csv"), "-s", "Church", "--r", "2",
+                        "-o", str(out)], capsys)
+    assert code == 2 and "--r" in err and not out.exists()

@@ -1,0 +1,23 @@
+"""The demo section builds quickly on synthetic data and says it is not DP."""
+
+import time
+
+import numpy as np
+
+from veil.report import core
+
+
+def test_visits_section_builds(tmp_path):
+    from veil.report.sections.visits import build
+
+    t0 = time.perf_counter()
+    sec = build(core.DemoContext(rng=np.random.default_rng(1), quick=True, outdir=tmp_path))
+    assert time.perf_counter() - t0 < 10
+    assert sec.id == "visits" and "not differential privacy" in sec.guarantee
+    rows = sec.figures[0].data.rows
+    hide_col = [r[2] for r in rows]
+    sens = [r[2] for r in rows if r[0] in ("Hospital", "Dentist's Office", "Church", "Mosque")]
+    assert sum(sens) == 0
+    assert sum(hide_col) == sum(r[1] for r in rows)
+    assert sec.figures[0].png[:4] == b"\x89PNG"
+    sec.to_dict()
