@@ -8,7 +8,8 @@ Samplers run the production code paths on many copies at once where the
 mechanism allows it (Identity on a tiled histogram, Boost/HB through
 :func:`veil.histograms.tree.tree_release_batch`, StructureFirst's structure step
 through :func:`veil.histograms.structurefirst.private_structure` with ``size``);
-sort-and-group and AHP are called once per sample (slower, fewer samples).
+sort-and-group, AHP, NoiseFirst, DAWA and optimized StructureFirst are called once
+per sample, end to end (slower, fewer samples; marked slow in the tests).
 """
 
 from __future__ import annotations
@@ -240,6 +241,35 @@ def canary_sort_and_group_true_sort(seed: int = 15) -> AuditResult:
                           claimed_epsilon=EPS, n=_SG_N, seed=seed)
 
 
+# --------------------------------------------------------------------------- end to end, per call
+def _e2e_events():
+    ev = events_threshold(lambda v: v[:, 1], np.arange(-3.0, 6.0, 1.0), "bin1")
+    ev += events_threshold(lambda v: v[:, :2].sum(axis=1), np.arange(0.0, 12.0, 2.0), "bins01")
+    return ev
+
+
+def audit_noisefirst(seed: int = 17) -> AuditResult:
+    from .basic import noise_first
+
+    return dp_ratio_audit(_per_call(noise_first, _SG_A), _per_call(noise_first, _SG_B),
+                          _e2e_events(), claimed_epsilon=EPS, n=_SG_N, seed=seed)
+
+
+def audit_dawa(seed: int = 18) -> AuditResult:
+    from .dawa import dawa
+
+    return dp_ratio_audit(_per_call(dawa, _SG_A), _per_call(dawa, _SG_B), _e2e_events(),
+                          claimed_epsilon=EPS, n=_SG_N, seed=seed)
+
+
+def audit_optimized_structurefirst(seed: int = 19) -> AuditResult:
+    from .structurefirst import optimized_structure_first
+
+    return dp_ratio_audit(_per_call(optimized_structure_first, _SG_A, k=2, count_bound=8.0),
+                          _per_call(optimized_structure_first, _SG_B, k=2, count_bound=8.0),
+                          _e2e_events(), claimed_epsilon=EPS, n=_SG_N, seed=seed)
+
+
 AUDITS = {
     "identity": audit_identity,
     "boost": audit_boost,
@@ -247,6 +277,9 @@ AUDITS = {
     "structurefirst/structure": audit_structurefirst,
     "sort-and-group": audit_sort_and_group,
     "ahp": audit_ahp,
+    "noisefirst": audit_noisefirst,
+    "dawa": audit_dawa,
+    "optimized-structurefirst": audit_optimized_structurefirst,
 }
 CANARIES = {
     "identity/half-noise": canary_identity_half_noise,
@@ -261,4 +294,4 @@ CANARIES = {
 }
 #: audits that call the mechanism once per sample (tens of seconds): pytest.mark.slow
 SLOW = {"sort-and-group", "ahp", "sort-and-group/second-step-unpaid",
-        "sort-and-group/true-sort"}
+        "sort-and-group/true-sort", "noisefirst", "dawa", "optimized-structurefirst"}
