@@ -142,6 +142,12 @@ def test_optimized_structure_fraction_is_public_and_bounded():
     assert optimal_structure_fraction(n=4096, k=410, count_bound=10, epsilon=1.0) == 0.05
     # large F: the model's exponential-mechanism error dominates
     assert optimal_structure_fraction(n=4096, k=410, count_bound=1e4, epsilon=1.0) == 0.95
+    # a public records bound N caps the structure error at F N: the counts get the budget
+    assert optimal_structure_fraction(n=4096, k=410, count_bound=1e5, epsilon=1.0,
+                                      records_bound=1e5) == 0.05
+    r = publish(counts(), epsilon=1.0, method="optimized-structurefirst", k=5, count_bound=1e4,
+                records_bound=1e4, rng=make_rng(seed=0))
+    assert r.parameters["records_bound"] == 1e4
     assert 0.05 <= optimal_structure_fraction(n=64, k=4, count_bound=10, epsilon=50.0) <= 0.95
     r = optimized_structure_first(counts(), epsilon=1.0, k=5, count_bound=100,
                                   rng=make_rng(seed=7))

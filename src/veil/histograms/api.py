@@ -64,7 +64,8 @@ def publish(counts, *, epsilon, method: str = "auto", rng=None, records_bound=No
         One of :data:`METHODS`; ``'auto'`` applies :func:`choose_method`.
     rng : numpy.random.Generator, optional
     records_bound : float, optional
-        Public upper bound on the number of records (used by ``auto`` only).
+        Public upper bound on the number of records (used by ``auto`` and by
+        ``optimized-structurefirst``'s budget split).
     **params
         Passed to the mechanism (e.g. ``k``, ``count_bound``, ``branching``).
 
@@ -86,6 +87,8 @@ def publish(counts, *, epsilon, method: str = "auto", rng=None, records_bound=No
         method, note = choose_method(n=x.size, epsilon=b.epsilon, records_bound=records_bound)
     elif records_bound is not None:
         check_positive(records_bound, "records_bound")
+        if method == "optimized-structurefirst":  # it tightens the budget-split model
+            params["records_bound"] = records_bound
     fn = {
         "identity": basic.identity,
         "noisefirst": basic.noise_first,

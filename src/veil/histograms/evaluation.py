@@ -55,8 +55,11 @@ def load_dpbench(names=None) -> dict[str, np.ndarray]:
 
 def method_params(method: str, *, n: int, scale: int) -> dict:
     """Public parameters the evaluation gives each method (see module docstring)."""
-    if method in ("structurefirst", "optimized-structurefirst"):
+    if method == "structurefirst":
         return {"k": max(1, math.ceil(n / 10)), "count_bound": float(scale)}
+    if method == "optimized-structurefirst":
+        return {"k": max(1, math.ceil(n / 10)), "count_bound": float(scale),
+                "records_bound": float(scale)}
     if method == "auto":
         return {"records_bound": float(scale)}
     return {}

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..mechanisms import exponential_mechanism_probabilities
 from ..release import Release
-from ..validation import check_choice, check_int, check_probability
+from ..validation import check_choice, check_int, check_positive, check_probability
 from ._common import (NEIGHBOURS, as_budget, as_counts, as_rng, bucket_sums, check_count_bound,
                       check_k_bins, noisy_integers, spread)
 from .partition import prefix_sums, voptimal_table
@@ -197,14 +197,17 @@ def structure_first(counts, *, epsilon, k: int | None = None, count_bound: float
                           "count_bound; published counts are not clipped"))
 
 
-def optimal_structure_fraction(*, n: int, k: int, count_bound: float, epsilon: float) -> float:
+def optimal_structure_fraction(*, n: int, k: int, count_bound: float, epsilon: float,
+                               records_bound: float | None = None) -> float:
     """Approximately optimal share of epsilon for the structure (public inputs only).
 
     Model (our derivation; the thesis excerpt we have gives no closed form):
     with ``eps1 = r eps`` the exponential mechanism's expected excess SSE over
     ``k-1`` draws among at most ``n`` candidates is at most ``A / eps1`` with
     ``A = 2 (2F+1) (k-1)^2 ln n`` (McSherry-Talwar utility bound per draw), and
-    never more than ``n F^2 / 4``, the largest SSE counts in ``[0, F]`` can have;
+    never more than the largest SSE the clipped counts can have: ``n F^2 / 4``,
+    and, given a public bound ``N`` on the number of records, ``F N`` (the SSE is at
+    most ``sum x^2 <= F sum x``);
     the noisy bucket sums add about ``B / eps2^2`` with ``B = 2 k^2 / n``
     (variance ``2/eps2^2`` per bucket sum, spread over ``n/k`` bins). The
     fraction minimising ``min(A/(r eps), n F^2/4) + B/((1-r)^2 eps^2)`` is found
@@ -226,18 +229,23 @@ def optimal_structure_fraction(*, n: int, k: int, count_bound: float, epsilon: f
     F = float(count_bound)
     A = 2.0 * (2.0 * F + 1.0) * (k - 1) ** 2 * math.log(n)
     B = 2.0 * k * k / n
+    cap = n * F * F / 4.0
+    if records_bound is not None:
+        cap = min(cap, F * check_positive(records_bound, "records_bound"))
     r = np.linspace(0.05, 0.95, 181)
-    f = np.minimum(A / (r * epsilon), n * F * F / 4.0) + B / ((1.0 - r) ** 2 * epsilon ** 2)
+    f = np.minimum(A / (r * epsilon), cap) + B / ((1.0 - r) ** 2 * epsilon ** 2)
     return float(round(r[np.argmin(f)], 6))
 
 
 def optimized_structure_first(counts, *, epsilon, k: int | None = None, count_bound: float,
-                              engine: str = "auto", rng=None) -> Release:
+                              records_bound: float | None = None, engine: str = "auto",
+                              rng=None) -> Release:
     """Optimized StructureFirst (the thesis): optimal split, DP structure, noisy group means.
 
     Steps: (1) split epsilon between structure and counts by
     :func:`optimal_structure_fraction` (a function of the public ``n``, ``k``,
-    ``F`` and ``epsilon`` only); (2) the V-optimal DP for the optimal grouping on
+    ``F``, ``epsilon`` and, if given, the public bound ``records_bound`` on the
+    number of records only); (2) the V-optimal DP for the optimal grouping on
     the counts clipped to ``[0, F]``; (3) the exponential mechanism draws the
     boundaries (``eps1 / (k-1)`` each, sensitivity ``2F+1``); (4) discrete
     Laplace noise of scale ``1/eps2`` on each group's sum, published as the group
@@ -262,7 +270,8 @@ def optimized_structure_first(counts, *, epsilon, k: int | None = None, count_bo
     F = check_count_bound(count_bound)
     k = max(1, math.ceil(n / 10)) if k is None else check_k_bins(k, n)
     g = as_rng(rng)
-    r = optimal_structure_fraction(n=n, k=k, count_bound=F, epsilon=b.epsilon)
+    r = optimal_structure_fraction(n=n, k=k, count_bound=F, epsilon=b.epsilon,
+                                   records_bound=records_bound)
     if k == 1:
         eps1, eps2 = 0.0, b.epsilon
     else:
@@ -270,7 +279,8 @@ def optimized_structure_first(counts, *, epsilon, k: int | None = None, count_bo
     edges = private_structure(x, k=k, epsilon=eps1, count_bound=F, rng=g, engine=engine)
     noisy, var, scale = noisy_integers(bucket_sums(x, edges), eps2, g)
     return Release(spread(edges, noisy), "optimized-structurefirst", b,
-                   {"n": n, "k": k, "count_bound": F, "structure_fraction": r,
+                   {"n": n, "k": k, "count_bound": F, "records_bound": records_bound,
+                    "structure_fraction": r,
                     "edges": edges.tolist(), "score_sensitivity": 2 * F + 1},
                    {"structure": eps1, "counts": eps2}, noise_scale=scale,
                    noise_variance=var, expected_error={"bucket_sum_variance": var},
