@@ -1,0 +1,231 @@
+"""``veil histogram publish|evaluate`` and ``veil bench histograms``."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import typer
+
+from ..errors import DataError, ParameterError, PrivacyWarning
+from .common import EPSILON, SEED
+
+app = typer.Typer(no_args_is_help=True, add_completion=False,
+                  help="Differentially private histograms (publish, evaluate).")
+BENCH_NAME = "histograms"
+
+_FORMATS = (".csv", ".parquet", ".json")
+
+
+# ----------------------------------------------------------------------------- input
+
+def read_values(path: Path, column: str) -> np.ndarray:
+    """One value per record (finite numbers; a missing or non-numeric value is an error)."""
+    from ..io import read_columns
+
+    return np.asarray(read_columns(path, columns={column: "float"})[column], dtype=np.float64)
+
+
+def parse_bins(spec: Optional[str], *, values: Optional[np.ndarray],
+               from_data: bool) -> np.ndarray:
+    """Bin edges from ``lo:hi:count``, an explicit ``e0,e1,...`` list, or (opt-in) the data."""
+    if spec is None or not spec.strip():
+        raise ParameterError("--bins is required: 'lo:hi:count' (equal width) or 'e0,e1,...,em'")
+    s = spec.strip()
+    if s.isdigit() and not from_data:
+        raise ParameterError(
+            f"--bins {spec!r} gives a number of bins but no range: use 'lo:hi:{s}' with a "
+            "public range, or --bins-from-data (not private)")
+    if from_data:
+        try:
+            count = int(s)
+        except ValueError:
+            raise ParameterError(f"--bins with --bins-from-data must be a number of bins, "
+                                 f"got {spec!r}") from None
+        if count < 1:
+            raise ParameterError(f"--bins must be >= 1, got {count}")
+        finite = values[np.isfinite(values)] if values is not None else np.array([])
+        if finite.size == 0:
+            raise DataError("no numeric values to derive bins from")
+        msg = ("--bins-from-data: the bin range is taken from the private data's minimum and "
+               "maximum; this is NOT differentially private and can reveal extreme records")
+        warnings.warn(msg, PrivacyWarning, stacklevel=2)
+        lo, hi = float(finite.min()), float(finite.max())
+        if hi == lo:
+            hi = lo + 1.0
+        return np.linspace(lo, hi, count + 1)
+    try:
+        if ":" in s:
+            parts = s.split(":")
+            if len(parts) != 3:
+                raise ValueError
+            lo, hi, count = float(parts[0]), float(parts[1]), int(parts[2])
+            if not (np.isfinite(lo) and np.isfinite(hi)) or hi <= lo or count < 1:
+                raise ParameterError(f"--bins {spec!r}: need lo < hi and count >= 1")
+            return np.linspace(lo, hi, count + 1)
+        edges = np.array([float(t) for t in s.split(",")])
+    except ValueError:
+        raise ParameterError(f"--bins {spec!r} is not 'lo:hi:count' or 'e0,e1,...'") from None
+    if edges.size < 2 or not np.isfinite(edges).all() or (np.diff(edges) <= 0).any():
+        raise ParameterError(f"--bins {spec!r}: need at least two finite, increasing edges")
+    return edges
+
+
+# ----------------------------------------------------------------------------- commands
+
+@app.command("publish")
+def publish_cmd(
+    input: Path = typer.Argument(..., help="CSV or Parquet file (read with DuckDB)."),
+    column: str = typer.Option(..., "--column", "-c", help="Column with one value per record "
+                               "(or, with --counts, one count per bin in domain order)."),
+    epsilon: float = EPSILON,
+    output: Path = typer.Option(..., "--output", "-o", help="Noisy histogram (.csv, .parquet "
+                                "or .json), written atomically with a JSON sidecar OUTPUT.json."),
+    bins: Optional[str] = typer.Option(None, "--bins", "-b", help="Public bins: 'lo:hi:count' "
+                                       "(equal width) or 'e0,e1,...,em' edges; with "
+                                       "--bins-from-data just a number of bins."),
+    method: str = typer.Option("auto", "--method", "-m", help="identity, noisefirst, "
+                               "structurefirst, optimized-structurefirst, boost, hb, "
+                               "sort-and-group, ahp, dawa or auto."),
+    bins_from_data: bool = typer.Option(False, "--bins-from-data", help="Take the bin range "
+                                        "from the data's min/max (NOT private; warns)."),
+    counts: bool = typer.Option(False, "--counts", help="The column already holds one "
+                                "non-negative integer count per bin (no --bins needed)."),
+    k: Optional[int] = typer.Option(None, "--k", help="Buckets for (optimized) StructureFirst."),
+    count_bound: Optional[float] = typer.Option(None, "--count-bound", help="Public upper "
+                                                "bound F on any bin count (StructureFirst)."),
+    records_bound: Optional[float] = typer.Option(None, "--records-bound", help="Public upper "
+                                                  "bound on the number of records (auto)."),
+    branching: Optional[int] = typer.Option(None, "--branching", help="Tree arity (boost)."),
+    seed: Optional[int] = SEED,
+) -> None:
+    """Publish an epsilon-DP histogram of a column, with a JSON sidecar describing the release."""
+    from ..histograms import publish
+    from ..histograms.api import METHODS
+    from ..random import make_rng
+    from ..validation import check_choice, check_counts, check_epsilon
+
+    check_epsilon(epsilon, "--epsilon")
+    check_choice(method, "--method", METHODS)
+    from ..io import read_counts, sidecar_path, write_release
+
+    if output.suffix.lower() not in _FORMATS:
+        raise ParameterError(f"--output must end in {', '.join(_FORMATS)}, got {output.name!r}")
+    if not output.parent.exists():
+        raise ParameterError(f"--output: folder {str(output.parent)!r} does not exist")
+    if counts:
+        if bins is not None or bins_from_data:
+            raise ParameterError("--counts reads one count per bin: do not pass --bins")
+        hist = read_counts(input, column=column)
+        if hist.size == 0:
+            raise DataError("the file has no rows: a histogram needs at least one bin",
+                            path=str(input), column=column)
+        hist = check_counts(hist, "counts")
+        lower = np.arange(hist.size, dtype=np.float64)
+        upper = lower + 1
+    else:
+        values = read_values(input, column)
+        edges = parse_bins(bins, values=values, from_data=bins_from_data)
+        hist, _ = np.histogram(values, bins=edges)
+        hist = hist.astype(np.int64)
+        lower, upper = edges[:-1], edges[1:]
+    params = {key: v for key, v in (("k", k), ("count_bound", count_bound),
+                                     ("branching", branching)) if v is not None}
+    rng = make_rng(seed=seed) if seed is not None else make_rng()
+    rel = publish(hist, epsilon=epsilon, method=method, rng=rng, records_bound=records_bound,
+                  **params)
+    import dataclasses
+
+    notes = list(rel.notes)
+    if seed is not None:
+        notes.append("produced with a fixed --seed: for experiments only, not private")
+    table = {"bin": np.arange(hist.size), "lower": lower, "upper": upper,
+             "count": np.asarray(rel.value, dtype=np.float64)}
+    info = {"file": str(input), "column": column, "mode": "counts" if counts else "records",
+            "bins": int(hist.size), "bins_from_data": bool(bins_from_data),
+            "records_outside_bins": "not counted (their number is not published)"}
+    out_rel = dataclasses.replace(rel, value=table, notes=tuple(notes),
+                                  parameters={**rel.parameters, "input": info})
+    _, side = write_release(out_rel, output)
+    typer.echo(f"{rel.mechanism}: {hist.size} bins, epsilon={epsilon:g} "
+               f"(split {json.dumps(rel.metadata()['budget_split'])}) -> {output} "
+               f"(+ {sidecar_path(output).name})")
+
+
+def _read_counts(path: Path, column: str) -> np.ndarray:
+    if Path(path).suffix.lower() == ".npy":
+        return np.asarray(np.load(path), dtype=np.float64)
+    from ..io import read_columns
+
+    return np.asarray(read_columns(path, columns={column: "float"})[column], dtype=np.float64)
+
+
+@app.command("evaluate")
+def evaluate_cmd(
+    published: Path = typer.Argument(..., help="Published histogram (from `publish`)."),
+    true: Path = typer.Option(..., "--true", help="True counts per bin (.csv, .parquet, "
+                              ".json or .npy) in the same bin order."),
+    column: str = typer.Option("count", "--column", help="Count column of the published file."),
+    true_column: str = typer.Option("count", "--true-column", help="Count column of --true."),
+    workload: str = typer.Option("prefix", "--workload", "-w", help="prefix, random or point."),
+    queries: int = typer.Option(2000, "--queries", help="Random ranges (workload=random)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed for the random workload."),
+) -> None:
+    """Workload error of a published histogram against the true one (DPBench scaled error)."""
+    from ..histograms.workload import answer, make_workload, scaled_error
+    from ..random import make_rng
+    from ..validation import check_counts
+
+    est = _read_counts(published, column)
+    tru = check_counts(_read_counts(true, true_column), "true counts")
+    if est.size != tru.size:
+        raise DataError(f"published histogram has {est.size} bins, the true one {tru.size}",
+                        path=str(published))
+    if not np.isfinite(est).all():
+        raise DataError("published counts must be finite", path=str(published), column=column)
+    if tru.sum() == 0:
+        raise DataError("the true histogram is empty (no records): scaled error undefined",
+                        path=str(true))
+    q = make_workload(workload, tru.size, size=queries, rng=make_rng(seed=seed)
+                      if seed is not None else None)
+    err = scaled_error(q, tru, est)
+    mae = float(np.mean(np.abs(answer(q, tru) - answer(q, est))))
+    typer.echo(json.dumps({"workload": workload, "queries": int(q.shape[0]),
+                           "scaled_error": err, "mean_abs_error": mae,
+                           "records": int(tru.sum()), "bins": int(tru.size)}, indent=2))
+
+
+def bench(
+    speed: bool = typer.Option(False, "--speed", help="Speed benchmark only."),
+    accuracy: bool = typer.Option(False, "--accuracy", help="Accuracy benchmark only."),
+    trials: int = typer.Option(2, "--trials", help="Trials per accuracy setting."),
+    quick: bool = typer.Option(False, "--quick", help="3 datasets, 1 trial, few repeats."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write rows as JSON "
+                                          "(and the accuracy plot next to it as .png)."),
+) -> None:
+    """DP histograms: kernel/mechanism speed and DPBench accuracy (real data in ../shared)."""
+    from ..histograms.bench import accuracy_benchmark, speed_benchmark
+    from ..histograms.evaluation import load_dpbench
+
+    both = not (speed or accuracy)
+    out: dict = {}
+    if speed or both:
+        shape = load_dpbench(["HEPTH.n4096"])["HEPTH.n4096"]
+        out["speed"] = speed_benchmark(shape=shape, repeats=1 if quick else 3,
+                                       reference_4096=not quick, log=typer.echo)
+    if accuracy or both:
+        ds = ["HEPTH.n4096", "INCOME.n4096", "NETTRACE.n4096"] if quick else None
+        rows, tables = accuracy_benchmark(trials=1 if quick else trials, datasets=ds,
+                                          scales=(10**3, 10**5) if quick else
+                                          (10**3, 10**5, 10**7), log=typer.echo)
+        out["accuracy"] = [r.to_dict() for r in rows]
+        out["tables"] = tables
+        if output is not None:
+            from ..histograms.bench import plot_accuracy
+
+            plot_accuracy(rows, Path(output).with_suffix(".png"))
+    if output is not None:
+        Path(output).write_text(json.dumps(out, indent=1, default=float))

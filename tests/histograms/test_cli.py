@@ -1,0 +1,133 @@
+"""``veil histogram publish|evaluate``: outputs, sidecar, bad input (exit 2, no output)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from veil.cli import main
+from veil.errors import PrivacyWarning
+
+
+def run(args):
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    return exc.value.code
+
+
+def run_ok(args):
+    try:
+        main(args)
+    except SystemExit as exc:  # pragma: no cover - typer may exit 0
+        assert exc.code in (0, None)
+
+
+@pytest.fixture
+def data(tmp_path):
+    g = np.random.default_rng(0)
+    pd.DataFrame({"age": g.integers(0, 100, 3000), "name": ["x"] * 3000}).to_csv(
+        tmp_path / "ages.csv", index=False)
+    pd.DataFrame({"age": g.integers(0, 100, 3000)}).to_parquet(tmp_path / "ages.parquet")
+    pd.DataFrame({"count": [3, 0, 5, 7]}).to_csv(tmp_path / "counts.csv", index=False)
+    pd.DataFrame({"count": [3, -1, 5]}).to_csv(tmp_path / "neg.csv", index=False)
+    pd.DataFrame({"count": [3, 1.5, 5]}).to_csv(tmp_path / "frac.csv", index=False)
+    (tmp_path / "empty.csv").write_text("count\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "json"])
+def test_publish_writes_histogram_and_sidecar(data, fmt):
+    out = data / f"h.{fmt}"
+    run_ok(["histogram", "publish", str(data / "ages.parquet"), "--column", "age",
+            "--bins", "0:100:20", "--epsilon", "1", "--method", "hb", "-o", str(out)])
+    meta = json.loads((data / f"h.{fmt}.meta.json").read_text())
+    assert meta["mechanism"] == "hb" and meta["budget"]["epsilon"] == 1.0
+    assert sum(meta["budget_split"].values()) == pytest.approx(1.0)
+    assert meta["parameters"]["input"]["bins"] == 20 and meta["parameters"]["input"]["bins_from_data"] is False
+    if fmt == "csv":
+        df = pd.read_csv(out)
+        assert list(df.columns) == ["bin", "lower", "upper", "count"] and len(df) == 20
+        assert df["lower"].iloc[1] == 5.0
+    assert not list(data.glob(".veil-tmp-*"))
+
+
+def test_publish_structurefirst_and_counts_mode_then_evaluate(data, capsys):
+    run_ok(["histogram", "publish", str(data / "counts.csv"), "--column", "count", "--counts",
+            "--epsilon", "2", "--method", "structurefirst", "--count-bound", "100", "--k", "2",
+            "-o", str(data / "p.csv")])
+    meta = json.loads((data / "p.csv.meta.json").read_text())
+    assert set(meta["budget_split"]) == {"structure", "counts"}
+    assert meta["parameters"]["count_bound"] == 100
+    capsys.readouterr()
+    run_ok(["histogram", "evaluate", str(data / "p.csv"), "--true", str(data / "counts.csv")])
+    res = json.loads(capsys.readouterr().out)
+    assert res["workload"] == "prefix" and res["queries"] == 4 and res["scaled_error"] >= 0
+
+
+BAD = [
+    (["neg.csv", "--column", "count", "--counts"], "row 2, column 'count'.*negative"),
+    (["frac.csv", "--column", "count", "--counts"], "row 2, column 'count'.*1.5.*not an integer"),
+    (["empty.csv", "--column", "count", "--counts"], "no data rows"),
+    (["ages.csv", "--column", "age", "--bins", "20"], "number of bins but no range"),
+    (["ages.csv", "--column", "age"], "--bins is required"),
+    (["ages.csv", "--column", "nope", "--bins", "0:1:2"], "no such column"),
+    (["ages.csv", "--column", "name", "--bins", "0:1:2"], "column 'name'.*not a number"),
+    (["missing.csv", "--column", "age", "--bins", "0:1:2"], "no such file"),
+    (["ages.csv", "--column", "age", "--bins", "0:100:4", "--epsilon", "0"],
+     "epsilon must be > 0"),
+    (["ages.csv", "--column", "age", "--bins", "0:100:4", "--epsilon", "-1"],
+     "epsilon must be > 0"),
+    (["ages.csv", "--column", "age", "--bins", "0:100:4", "--method", "noisefirts"],
+     "did you mean 'noisefirst'"),
+    (["ages.csv", "--column", "age", "--bins", "0:100:4", "--method", "structurefirst",
+      "--count-bound", "10", "--k", "5"], "k must be <= the number of bins n=4, got 5"),
+    (["ages.csv", "--column", "age", "--bins", "0:100:4", "--method", "structurefirst"],
+     "count_bound is required"),
+    (["ages.csv", "--column", "age", "--bins", "5,3,9"], "increasing"),
+]
+
+
+@pytest.mark.parametrize("args, match", BAD)
+def test_bad_input_exits_2_without_output(data, capsys, args, match):
+    argv = ["histogram", "publish", str(data / args[0]), *args[1:], "-o", str(data / "bad.csv")]
+    if "--epsilon" not in argv:
+        argv += ["--epsilon", "1"]
+    assert run(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("veil: error:")
+    import re
+    assert re.search(match, err), err
+    assert not (data / "bad.csv").exists() and not (data / "bad.csv.meta.json").exists()
+    assert not list(data.glob(".veil-tmp-*"))
+
+
+def test_bins_from_data_needs_flag_and_warns(data):
+    with pytest.warns(PrivacyWarning, match="NOT differentially private"):
+        run_ok(["histogram", "publish", str(data / "ages.csv"), "--column", "age", "--bins",
+                "10", "--bins-from-data", "--epsilon", "1", "-o", str(data / "fd.csv")])
+    meta = json.loads((data / "fd.csv.meta.json").read_text())
+    assert meta["parameters"]["input"]["bins_from_data"] is True
+
+
+def test_output_folder_must_exist(data, capsys):
+    assert run(["histogram", "publish", str(data / "ages.csv"), "--column", "age", "--bins",
+                "0:100:4", "--epsilon", "1", "-o", str(data / "nope" / "x.csv")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_evaluate_rejects_mismatched_bins(data, capsys):
+    run_ok(["histogram", "publish", str(data / "ages.csv"), "--column", "age", "--bins",
+            "0:100:5", "--epsilon", "1", "--method", "identity", "-o", str(data / "h.csv")])
+    assert run(["histogram", "evaluate", str(data / "h.csv"), "--true",
+                str(data / "counts.csv")]) == 2
+    assert "5 bins, the true one 4" in capsys.readouterr().err
+
+
+def test_bench_command_is_registered(capsys):
+    try:
+        main(["bench", "histograms", "--help"])
+    except SystemExit as exc:
+        assert exc.code in (0, None)
+    out = capsys.readouterr().out
+    assert "--accuracy" in out and "--quick" in out
