@@ -1,9 +1,9 @@
 """Optional, lazy numba compilation for the dynamic-programming kernels.
 
-numba is an optional dependency (``pip install veil[fast]``). It is imported
+numba is a dependency of veil but kept optional at run time. It is imported
 only when a compiled kernel is first called (importing numba costs about a
 second), and small problems use the numpy kernels instead, so short runs never
-pay for it. When numba is missing, or ``VEIL_DISABLE_NUMBA=1`` is set,
+pay for it. When numba is missing, or ``VEIL_NO_NUMBA=1`` is set,
 :data:`HAVE_NUMBA` is False and the numpy kernels are used (same results, slower).
 """
 
@@ -14,7 +14,7 @@ import os
 
 __all__ = ["HAVE_NUMBA", "njit", "use_compiled"]
 
-HAVE_NUMBA = (os.environ.get("VEIL_DISABLE_NUMBA", "") not in ("1", "true", "yes")
+HAVE_NUMBA = (os.environ.get("VEIL_NO_NUMBA", "") not in ("1", "true", "yes")
               and importlib.util.find_spec("numba") is not None)
 
 #: problems with fewer elementary steps than this run on numpy under engine='auto'

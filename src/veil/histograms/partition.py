@@ -190,7 +190,7 @@ def _check_engine(engine: str) -> str:
     engine = check_choice(engine, "engine", _ENGINES)
     if engine == "numba" and not HAVE_NUMBA:
         raise ParameterError("engine='numba' requested but numba is not installed "
-                             "(pip install numba), or VEIL_DISABLE_NUMBA is set")
+                             "(pip install numba), or VEIL_NO_NUMBA is set")
     return engine
 
 
