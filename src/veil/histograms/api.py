@@ -33,7 +33,7 @@ def choose_method(*, n: int, epsilon: float, records_bound: float | None) -> tup
     methods at large eps x scale. The threshold 0.01 was calibrated on the 18
     DPBench histograms (n = 4096, one trial, eps in {0.01, 0.1, 1}, scales 1e2 to
     1e7): veil's DAWA won most datasets at eps x scale <= 10 (signal <= 0.0025) and
-    HB at eps x scale >= 100 (signal >= 0.025); see ``docs/benchmarks-histograms.md``.
+    HB at eps x scale >= 100 (signal >= 0.025); see ``docs/benchmarks.md (DP histograms)``.
 
     Examples
     --------
