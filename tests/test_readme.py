@@ -43,6 +43,6 @@ def test_readme_tour_runs(tmp_path):
     out = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True,
                          env=env, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
-    for f in ("hidden.csv", "noisy_points.csv", "noisy_points.csv.meta.json", "anonymized.csv",
+    for f in ("hidden.csv", "noisy_points.csv", "age_histogram.csv.meta.json", "noisy_points.csv.meta.json", "anonymized.csv",
               "counts_out/manifest.json"):
         assert (tmp_path / f).exists(), f
