@@ -167,13 +167,9 @@ def _write_single(res, output: Optional[Path], include_original: bool = False):
     output = output_path(output)
     ext = output.suffix.lower().lstrip(".")
     if ext == "json":
-        import os
-        import tempfile
+        from ..io import write_json
 
-        fd, tmp = tempfile.mkstemp(prefix=".veil-tmp-", dir=str(output.parent))
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(_public_dict(res, include_original), fh, indent=2)
-        os.replace(tmp, output)
+        write_json(_public_dict(res, include_original), output)
     else:
         labels = res.labels or [str(i) for i in range(res.histogram.size)]
         cols = {"category": np.asarray(labels), "original": res.original,

@@ -9,8 +9,6 @@ same function on any bucket of users.
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -326,36 +324,10 @@ def sanitize_users(hists: UserHistograms, *, problem: str, sensitive: np.ndarray
 
 
 def write_table(columns: dict[str, np.ndarray], path: str | Path, fmt: str | None = None) -> Path:
-    """Write columns to CSV, Parquet or JSON atomically (temporary file, then rename)."""
-    import pyarrow as pa
+    """Write columns to CSV, Parquet or JSON atomically (see :func:`veil.io.write_table`)."""
+    from ..io import write_table as _write
 
     p = Path(path)
-    fmt = (fmt or p.suffix.lstrip(".") or "csv").lower()
-    check_choice(fmt, "format", ("csv", "parquet", "json"))
     if not p.parent.exists():
         raise ParameterError(f"output folder {str(p.parent)!r} does not exist")
-    tbl = pa.table({k: pa.array(np.asarray(v).tolist()) for k, v in columns.items()})
-    fd, tmp = tempfile.mkstemp(prefix=".veil-tmp-", dir=str(p.parent))
-    os.close(fd)
-    try:
-        if fmt == "csv":
-            import pyarrow.csv as pcsv
-
-            pcsv.write_csv(tbl, tmp)
-        elif fmt == "parquet":
-            import pyarrow.parquet as pq
-
-            pq.write_table(tbl, tmp)
-        else:
-            import json
-
-            from ..release import to_jsonable
-
-            with open(tmp, "w", encoding="utf-8") as fh:
-                json.dump(to_jsonable(tbl.to_pylist()), fh)
-        os.replace(tmp, p)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return p
+    return _write(columns, p, format=fmt)
