@@ -86,6 +86,10 @@ def main() -> None:
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "veil-scale"))
     ap.add_argument("--skip-dask", action="store_true")
     ap.add_argument("--skip-trajectories", action="store_true")
+    ap.add_argument("--skip-slh", action="store_true")
+    ap.add_argument("--configs", default="local:1,local:2,dask:2",
+                    help="engine:workers list, e.g. local:2")
+    ap.add_argument("--mechanisms", default="pim,lm")
     args = ap.parse_args()
     os.environ.setdefault("VEIL_LEDGER", os.path.join(args.workdir, "ledger.json"))
     from veil.datasets.large import (LARGE_CATEGORIES, write_large_checkins,
@@ -102,15 +106,17 @@ def main() -> None:
               f"{time.perf_counter() - t:.1f} s -> {inp}")
     params = {"categories": LARGE_CATEGORIES,
               "sensitive": ["Hospital", "Church", "Mosque", "Synagogue", "Medical Center"]}
-    configs = [("local", 1), ("local", 2)] + ([] if args.skip_dask else [("dask", 2)])
+    configs = [(c.split(":")[0], int(c.split(":")[1])) for c in args.configs.split(",")]
+    if args.skip_dask:
+        configs = [c for c in configs if c[0] != "dask"]
     rows_out = []
     base = {}
-    for engine, workers in configs:
+    for engine, workers in ([] if args.skip_slh else configs):
         res, wall, peak = run_config("visits-hide", inp, work / f"out-{engine}-{workers}",
                                      params, engine, workers)
         base[(engine, workers)] = wall
         rows_out.append([f"SLH {args.users:,} users", engine, workers, wall,
-                         res.users / wall, peak, base[("local", 1)] / wall])
+                         res.users / wall, peak, base[configs[0]] / wall])
     traj_rows = []
     if not args.skip_trajectories:
         try:
@@ -140,7 +146,7 @@ def main() -> None:
                 cuts = np.flatnonzero(np.diff(tab["user"])) + 1
                 MarkovModel.from_trajectories(np.split(cells, cuts), grid=grid).save(model_path)
             tbase = {}
-            for mech in ("pim", "lm"):
+            for mech in args.mechanisms.split(","):
                 for engine, workers in configs:
                     tparams = {"mechanism": mech, "epsilon": 1.0, "delta": 0.01,
                                "model": str(model_path), "on_invalid": "drop"}
@@ -153,7 +159,7 @@ def main() -> None:
                                       tbase[mech] / wall])
     print()
     print_table(["job", "engine", "workers", "wall s", "users/s", "peak MB",
-                 "speed-up vs local x1"], rows_out + traj_rows)
+                 f"speed-up vs {configs[0][0]} x{configs[0][1]}"], rows_out + traj_rows)
     if ("local", 2) in base and ("dask", 2) in base:
         print(f"\nDask/local time ratio at 2 workers (SLH): "
               f"{base[('dask', 2)] / base[('local', 2)]:.2f} (target <= 1.5)")
