@@ -1,0 +1,136 @@
+"""The demo report in a real browser (Debian chromium driven by playwright).
+
+Generates the quick demo report, opens ``index.html`` from disk in headless
+chromium and checks what a reader would notice: every section present with its
+title and an "ok" status, every image decoded (naturalWidth > 0), no console
+error, no page error, and no network request other than ``file://`` and
+``data:`` URLs (the report must be self-contained). Screenshots of the whole
+page at a laptop width (1280 px) and a phone width (390 px) are saved in the
+test's tmp folder and copied to ``/tmp/veil-screens/`` for people to look at.
+
+Run with ``python -m pytest -m slow tests/browser``. Needs ``pip install
+playwright`` (the Python package bundles its driver) and Debian's chromium at
+``/usr/bin/chromium`` (``apt-get install -y chromium``); never
+``playwright install``: the test uses the system browser.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+SCREENS = Path("/tmp/veil-screens")
+WIDTHS = {"laptop": (1280, 800), "phone": (390, 844)}
+
+
+def _requirements():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed: pip install playwright "
+                    "(do not run 'playwright install'; the test uses /usr/bin/chromium)")
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing: apt-get install -y chromium")
+    return sync_playwright
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    """The quick demo report (seeded: this is a test, not a release)."""
+    sync_playwright = _requirements()
+    from veil.report.core import SECTION_MODULES
+    from veil.report.demo import run_demo
+
+    out = tmp_path_factory.mktemp("report")
+    index = run_demo(out, quick=True, seed=1, progress=False)
+    expected = []
+    for mod in SECTION_MODULES:
+        sid = mod.rsplit(".", 1)[-1]
+        data = json.loads((out / "sections" / f"{sid}.json").read_text())
+        expected.append((data["id"], data["title"]))
+    return sync_playwright, out, Path(index), expected
+
+
+@pytest.fixture(scope="module")
+def browser(report):
+    sync_playwright = report[0]
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        yield b
+        b.close()
+
+
+def _open(browser, index: Path, width: int, height: int):
+    """Open the report and record console messages, page errors and requests."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    log = {"console": [], "pageerror": [], "requests": []}
+    page.on("console", lambda m: log["console"].append((m.type, m.text)))
+    page.on("pageerror", lambda e: log["pageerror"].append(str(e)))
+    page.on("request", lambda r: log["requests"].append(r.url))
+    page.goto(index.as_uri(), wait_until="load")
+    page.wait_for_load_state("networkidle")
+    return page, log
+
+
+@pytest.mark.parametrize("device", sorted(WIDTHS))
+def test_report_renders(browser, report, device, tmp_path):
+    _, out, index, expected = report
+    width, height = WIDTHS[device]
+    page, log = _open(browser, index, width, height)
+    try:
+        # every section, in order, with its title and an ok status
+        ids = page.eval_on_selector_all("section.sec", "els => els.map(e => e.id)")
+        assert ids == [sid for sid, _ in expected], f"sections on the page: {ids}"
+        for sid, title in expected:
+            h2 = page.locator(f"section#{sid} > h2")
+            assert h2.count() == 1, f"section {sid} has no title"
+            assert h2.is_visible()
+            text = " ".join(h2.inner_text().split())
+            assert title.replace("`", "").replace("*", "") in text.replace("`", ""), \
+                f"section {sid}: title {title!r} not in heading {text!r}"
+            assert page.locator(f"section#{sid} .status.failed").count() == 0, \
+                f"section {sid} failed in the demo"
+        # every image decoded
+        imgs = page.eval_on_selector_all(
+            "img", "els => els.map(e => [e.complete, e.naturalWidth, e.alt || e.src.slice(0, 40)])")
+        assert imgs, "the report has no images"
+        broken = [alt for complete, w, alt in imgs if not complete or w <= 0]
+        assert not broken, f"images that did not render: {broken}"
+        # no errors, no network
+        errors = [t for kind, t in log["console"] if kind == "error"]
+        assert not errors, f"console errors: {errors}"
+        assert not log["pageerror"], f"page errors: {log['pageerror']}"
+        remote = [u for u in log["requests"] if not u.startswith(("file://", "data:"))]
+        assert not remote, f"network requests: {remote}"
+        assert any(u.startswith("file://") for u in log["requests"]), "request log is empty"
+        # nothing wider than the viewport (no horizontal scrolling of the page itself)
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 1, f"page is {overflow} px wider than a {width} px screen"
+        # screenshots, for people
+        shot = tmp_path / f"report-{device}-{width}px.png"
+        page.screenshot(path=str(shot), full_page=True)
+        top = tmp_path / f"report-{device}-{width}px-top.png"
+        page.screenshot(path=str(top), full_page=False)
+        assert shot.stat().st_size > 10_000
+        SCREENS.mkdir(parents=True, exist_ok=True)
+        for f in (shot, top):
+            shutil.copy2(f, SCREENS / f.name)
+    finally:
+        page.close()
+
+
+def test_request_recording_catches_remote_urls(browser, tmp_path):
+    """Power check: the same recorder sees a page that asks for a remote resource."""
+    html = tmp_path / "remote.html"
+    html.write_text('<!doctype html><img src="http://127.0.0.1:9/x.png" alt="remote">')
+    page, log = _open(browser, html, 400, 300)
+    page.close()
+    assert any(u.startswith("http://127.0.0.1:9") for u in log["requests"])
