@@ -64,7 +64,7 @@ def test_render_contains_every_part():
     assert "<code>discrete Laplace</code>" in doc and "<strong>paragraph</strong>" in doc
     assert doc.count("<p>Each count") == 1 and "<p>Second" in doc
     assert ">epsilon<" in doc and ">0.5<" in doc and "tree: 0.5; leaves: 0.5" in doc
-    assert "1.235" in doc and "1.235e+07" in doc and ">yes<" in doc
+    assert "1.235" in doc and "12,345,678" in doc and ">yes<" in doc
     # the figure, its caption and its numbers in a collapsible table
     assert doc.count("<img ") == 1 and 'width="1" height="1"' in doc
     assert "Figure 1. Before and after" in doc and "Bars are counts." in doc
@@ -273,3 +273,13 @@ def test_markup_is_well_formed_and_warnings_shown():
     assert p.errors == [] and p.stack == []
     assert "1 warning while building this part" in doc
     assert "PrivacyWarning: bins taken from the data &lt;opt-in&gt;" in doc
+
+
+def test_reader_labels_and_multi_value_cards():
+    from veil.report.html import _card_value, _fmt, _label
+
+    assert _label("pim_mean_error_m") == "pim mean error (m)"
+    assert _label("epsilon") == "epsilon"
+    assert _fmt(11450.3) == "11,450" and _fmt(0.5) == "0.5" and _fmt(2e-6) == "2.000e-06"
+    html = _card_value({"DIVA": 0.3763, "optimal_cut": 0.35})
+    assert html.count("<div><span") == 2 and "optimal cut" in html

@@ -105,6 +105,8 @@ summary{cursor:pointer;color:var(--accent);padding:.2rem 0}
 .more{font-size:.82rem;color:var(--muted)}
 footer{color:var(--muted);font-size:.85rem;border-top:1px solid var(--line);margin-top:2rem;
 padding-top:.8rem;padding-bottom:2rem}
+.card .v.multi{font-size:.95rem;font-weight:600}.card .v.multi .k{font-weight:400}
+@media (max-width:600px){figure{overflow-x:auto}figure img{max-width:none;width:640px}}
 @media (max-width:600px){body{font-size:15px}h1{font-size:1.5rem}h2{font-size:1.25rem}
 main,header,footer{padding:0 .7rem}.cards{grid-template-columns:repeat(2,minmax(0,1fr))}}
 @media print{details{display:block}nav.toc{display:none}}
@@ -210,7 +212,11 @@ def _fmt(v: Any, *, depth: int = 0) -> str:
     if isinstance(v, int):
         return f"{v:,}" if abs(v) >= 10_000 else str(v)
     if isinstance(v, float):
-        if v != 0 and (abs(v) >= 1e6 or abs(v) < 1e-4):
+        if v != v or v in (float("inf"), float("-inf")):
+            return str(v)
+        if 1e3 <= abs(v) < 1e12:
+            return f"{v:,.0f}"  # 11,450 rather than 1.145e+04
+        if v != 0 and abs(v) < 1e-4:
             return f"{v:.3e}"
         return f"{v:.4g}"
     if isinstance(v, Mapping):
@@ -222,6 +228,28 @@ def _fmt(v: Any, *, depth: int = 0) -> str:
         more = f", \u2026 ({len(v)} values)" if len(v) > 12 else ""
         return "[" + ", ".join(items) + more + "]"
     return str(v)
+
+
+_UNITS = {"_m": " (m)", "_s": " (s)", "_ms": " (ms)", "_km": " (km)", "_mb": " (MB)"}
+
+
+def _label(key: Any) -> str:
+    """A reader's label for a snake_case key: ``pim_mean_error_m`` -> ``pim mean error (m)``."""
+    k = str(key)
+    if "_" not in k:
+        return k
+    for suffix, unit in _UNITS.items():
+        if k.endswith(suffix) and len(k) > len(suffix):
+            return k[: -len(suffix)].replace("_", " ") + unit
+    return k.replace("_", " ")
+
+
+def _card_value(v: Any) -> str:
+    if isinstance(v, Mapping):  # several numbers: one per line, not one bold run-on line
+        return ('<div class="v multi">' + "".join(
+            f"<div><span class=\"k\">{_esc(_label(k))}</span> {_esc(_fmt(x, depth=1))}</div>"
+            for k, x in v.items()) + "</div>")
+    return f'<div class="v">{_esc(_fmt(v))}</div>'
 
 
 def _png_size(png: bytes) -> tuple[int, int] | None:
@@ -317,13 +345,14 @@ def _section_html(s: Mapping[str, Any], number: int) -> str:
     if params:
         out.append("<h3>Parameters</h3>")
         out.append(_table_html({"columns": ["parameter", "value"],
-                                "rows": [[k, v] for k, v in params.items()]}, cls="params"))
+                                "rows": [[_label(k), v] for k, v in params.items()]},
+                                cls="params"))
     results = s.get("results") or {}
     if results:
         out.append('<h3>Results</h3><div class="cards">')
         for k, v in results.items():
-            out.append(f'<div class="card"><div class="k">{_esc(k)}</div>'
-                       f'<div class="v">{_esc(_fmt(v))}</div></div>')
+            out.append(f'<div class="card"><div class="k">{_esc(_label(k))}</div>'
+                       f'{_card_value(v)}</div>')
         out.append("</div>")
     figs = s.get("figures") or []
     if figs:
@@ -344,9 +373,10 @@ def _headline(s: Mapping[str, Any]) -> str:
     if s.get("status") == "failed":
         return "failed"
     res = s.get("results") or {}
-    if res:
-        k, v = next(iter(res.items()))
-        return f"{k}: {_fmt(v)}"
+    for k, v in res.items():  # the first plain number that is not a test's p-value
+        if not isinstance(v, Mapping | list | tuple) and "p-value" not in str(k) \
+                and "p_value" not in str(k):
+            return f"{_label(k)}: {_fmt(v)}"
     return ""
 
 
