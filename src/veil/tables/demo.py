@@ -10,9 +10,9 @@ import numpy as np
 __all__ = ["demo_results", "DEMO_CONSTRAINTS"]
 
 DEMO_CONSTRAINTS = """\
-sex=0: {f_lo}..{f_hi}
-race=1, sex=0: {rf_lo}..inf
-education=0: 0..{e_hi}
+sex=Female: {f_lo}..{f_hi}
+race=Black, sex=Female: {rf_lo}..inf
+education=Bachelors: 0..{e_hi}
 """
 
 
@@ -25,16 +25,27 @@ def demo_results(rng: np.random.Generator, *, quick: bool = False) -> dict[str, 
     from .baselines import k_anonymize
     from .constraints import parse_constraints
     from .diverse import diva
-    from .experiment import synthetic_table
+    import pandas as pd
+
+    from ..datasets.synthetic import synthetic_census
     from .validate import check_constraints
 
     n = 600 if quick else 3000
     k = 5
-    df = synthetic_table(n, rng)
+    census = synthetic_census(n, rng=rng)
+    decade = (np.asarray(census["age"]) // 10) * 10
+    df = pd.DataFrame({
+        "age": [f"{d}-{d + 9}" for d in decade],  # public bands: readable and less suppression
+        "education": np.asarray(census["education"]).astype(str),
+        "marital": np.asarray(census["marital-status"]).astype(str),
+        "race": np.asarray(census["race"]).astype(str),
+        "sex": np.asarray(census["sex"]).astype(str),
+        "payload": np.asarray(census["salary"]).astype(str),
+    })
     qi = ["age", "education", "marital", "race", "sex"]
-    nf = int((df["sex"] == "0").sum())
-    nrf = int(((df["sex"] == "0") & (df["race"] == "1")).sum())
-    ne = int((df["education"] == "0").sum())
+    nf = int((df["sex"] == "Female").sum())
+    nrf = int(((df["sex"] == "Female") & (df["race"] == "Black")).sum())
+    ne = int((df["education"] == "Bachelors").sum())
     text = DEMO_CONSTRAINTS.format(f_lo=int(0.8 * nf), f_hi=int(0.9 * nf),
                                    rf_lo=max(k, int(0.7 * nrf)), e_hi=int(0.8 * ne))
     cs = parse_constraints(text, table=df, k=k)

@@ -25,6 +25,7 @@ def build(ctx):
         ax.annotate(f"{r['satisfied'][x]}/{m} met", (b.get_x() + b.get_width() / 2,
                                                       b.get_height()),
                     ha="center", va="bottom", fontsize=8)
+    ax.set_ylim(0, 1.15 * max(shares))  # room for the labels above the bars
     ax.set_ylabel("suppressed QI cells (%)")
     ax.set_title(f"k = {r['k']}, {r['n']} rows, {m} diversity constraints")
     data = Table(["method", "suppressed share", "constraints met", "classes"],
