@@ -13,12 +13,12 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 import numpy as np
 
 from ..errors import DataError, ParameterError
-from .job import (MANIFEST, Job, JobResult, check_and_record_ledger, new_manifest,
+from .job import (Job, JobResult, check_and_record_ledger, new_manifest,
                   read_manifest, write_manifest)
 from .registry import get_task
 

@@ -27,7 +27,7 @@ from ...errors import ParameterError
 from ...random import make_rng
 from ...release import Release
 from ...samplers import uniform_in_convex_polygon
-from ...validation import check_epsilon, check_finite_array, check_int
+from ...validation import check_epsilon, check_finite_array
 
 __all__ = ["SensitivityHull", "sensitivity_hull", "knorm_noise", "PlanarIsotropicMechanism",
            "L1LaplaceMechanism", "MECHANISMS"]

@@ -197,7 +197,7 @@ class MarkovModel:
         try:
             with np.load(path, allow_pickle=False) as z:
                 if "format" not in z or str(z["format"]) != "veil.markov.v1":
-                    raise DataError(f"not a veil Markov model (.npz from "
+                    raise DataError("not a veil Markov model (.npz from "
                                     "`veil trajectory model`)", path=str(path))
                 grid = TemporalGrid.from_dict(json.loads(str(z["grid"])))
                 n = grid.n_cells
