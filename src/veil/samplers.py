@@ -214,6 +214,44 @@ def gamma_radius(shape: float, epsilon: float, size: int | tuple[int, ...] | Non
     return make_rng(rng).gamma(shape, 1.0 / epsilon, size=size)
 
 
+def disc_draws(size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray,
+                                                             np.ndarray, np.ndarray]:
+    """The raw draws behind :func:`planar_laplace_noise`: ``(u, v, s, f)``.
+
+    ``(u, v)`` is uniform in the unit disc (rejection; ``s = u^2 + v^2`` in
+    ``(0, 1]``), so ``((u^2 - v^2)/s, 2uv/s)`` is a uniform direction and ``s``
+    is Uniform(0, 1) independent of it; ``f = ln(s t)`` with a further uniform
+    ``t`` is minus a Gamma(2, 1) draw, independent of the direction (finite:
+    ``t = 0`` is redrawn). A planar Laplace displacement with parameter eps
+    has length ``-f / eps``. Arrays are float64 of length ``size``.
+    """
+    w = np.empty((3, size))            # one buffer, worked in place (large n: few page faults)
+    rng.random(out=w[:2])
+    u, v, t = w[0], w[1], w[2]
+    u *= 2.0
+    u -= 1.0
+    v *= 2.0
+    v -= 1.0
+    s = np.multiply(u, u)
+    s += np.multiply(v, v, out=t)      # t is drawn below; its buffer is scratch until then
+    bad = np.flatnonzero((s > 1.0) | (s == 0.0))
+    while bad.size:  # about 21% redrawn, then 4.6%, ...
+        uv = rng.random((2, bad.size)) * 2.0 - 1.0
+        u[bad] = uv[0]
+        v[bad] = uv[1]
+        sb = uv[0] * uv[0] + uv[1] * uv[1]
+        s[bad] = sb
+        bad = bad[(sb > 1.0) | (sb == 0.0)]
+    rng.random(out=t)
+    t *= s
+    f = np.log(t, out=t)  # ln(s t) = -(Gamma(2,1) draw); t in [0,1) may be 0: -inf -> redrawn
+    zero = np.flatnonzero(~np.isfinite(f))
+    while zero.size:     # probability 2^-53 per point
+        f[zero] = np.log(rng.random(zero.size) * s[zero])
+        zero = zero[~np.isfinite(f[zero])]
+    return u, v, s, f
+
+
 def planar_laplace_noise(epsilon: float, size: int,
                          rng: np.random.Generator | None = None) -> np.ndarray:
     """Planar Laplace displacements, shape ``(size, 2)``, density eps^2/(2 pi) exp(-eps |d|).
@@ -233,29 +271,7 @@ def planar_laplace_noise(epsilon: float, size: int,
     """
     epsilon = check_positive(epsilon, "epsilon")
     size = check_int(size, "size", minimum=0)
-    rng = make_rng(rng)
-    w = rng.random((3, size))
-    u, v, t = w[0], w[1], w[2]
-    u *= 2.0
-    u -= 1.0
-    v *= 2.0
-    v -= 1.0
-    s = u * u
-    s += v * v
-    bad = np.flatnonzero((s > 1.0) | (s == 0.0))
-    while bad.size:  # about 21% redrawn, then 4.6%, ...
-        uv = rng.random((2, bad.size)) * 2.0 - 1.0
-        u[bad] = uv[0]
-        v[bad] = uv[1]
-        sb = uv[0] * uv[0] + uv[1] * uv[1]
-        s[bad] = sb
-        bad = bad[(sb > 1.0) | (sb == 0.0)]
-    t *= s
-    f = np.log(t)        # ln(s t) = -(Gamma(2,1) draw); t in [0,1) may be 0: -inf -> redrawn
-    zero = np.flatnonzero(~np.isfinite(f))
-    while zero.size:     # probability 2^-53 per point
-        f[zero] = np.log(rng.random(zero.size) * s[zero])
-        zero = zero[~np.isfinite(f[zero])]
+    u, v, s, f = disc_draws(size, make_rng(rng))
     f /= s
     f *= -1.0 / epsilon  # radius / s
     out = np.empty((2, size))

@@ -44,12 +44,39 @@ def test_numba_and_numpy_kernels_agree():
         b = polar_destination(lat, lon, r, np.cos(t), np.sin(t), 6_371_008.8, use_numba=True)
         assert np.max(np.abs(a[0] - b[0])) < 1e-9 and np.max(np.abs(a[1] - b[1])) < 1e-9
     assert np.max(np.abs(haversine_m(lat, lon, a[0], a[1]) - r)) < 1e-6
-    from veil.geo._kernels import polar_destination_turn
-    u = t / (2 * np.pi)
+    from veil.geo._kernels import displace_turn, planar_laplace_draws
+    u, f = planar_laplace_draws(n, rng)
+    eps = 1e-4                      # long displacements too: mean 20 km, some beyond 12 km
+    lat[:50] = rng.uniform(89.5, 90, 50)     # near the pole: the general path
+    lat[50:100] = -89.99
+    lon[100:200] = 179.9999                  # across the antimeridian
+    th = 2 * np.pi * u - np.pi
+    ref = polar_destination(lat, lon, -f / eps, np.cos(th), np.sin(th), 6_371_008.8,
+                            use_numba=False)
     for flag in ([False, True] if _HAVE_NUMBA else [False]):
-        c = polar_destination_turn(lat, lon, r, u, 6_371_008.8, use_numba=flag)
-        assert np.max(np.abs(c[0] - a[0])) < 1e-9
-        assert np.max(np.abs(((c[1] - a[1] + 180) % 360) - 180)) < 1e-9
+        c = displace_turn(lat, lon, u, f, eps, 6_371_008.8, use_numba=flag).T
+        assert np.max(np.abs(c[0] - ref[0])) < 1e-9
+        assert np.max(np.abs(((c[1] - ref[1] + 180) % 360) - 180)) < 1e-9
+        assert np.all((c[1] >= -180) & (c[1] < 180))
+    # short displacements (the vectorized series path) agree to float64 rounding
+    m = slice(200, None)
+    c = displace_turn(lat[m], lon[m], u[m], f[m], 0.01, 6_371_008.8).T
+    ref = polar_destination(lat[m], lon[m], -f[m] / 0.01, np.cos(th[m]), np.sin(th[m]),
+                            6_371_008.8, use_numba=False)
+    assert np.max(np.abs(c[0] - ref[0])) < 1e-12
+    assert np.max(np.abs(((c[1] - ref[1] + 180) % 360) - 180)) < 1e-12
+
+
+def test_turn_kernel_polynomials_match_libm():
+    from veil.geo._kernels import _COS, _SIN
+    x = np.linspace(-np.pi / 2, np.pi / 2, 200_001)
+    y = x * x
+    sin_p = x * np.polynomial.polynomial.polyval(y, _SIN)
+    cos_p = np.polynomial.polynomial.polyval(y, _COS)
+    assert np.max(np.abs(sin_p - np.sin(x))) < 4e-16
+    assert np.max(np.abs(cos_p - np.cos(x))) < 4e-16
+    # a power short, the error is visible: the check can fail
+    assert np.max(np.abs(x * np.polynomial.polynomial.polyval(y, _SIN[:-2]) - np.sin(x))) > 1e-14
 
 
 @pytest.mark.parametrize("points,eps,msg", [

@@ -80,6 +80,8 @@ def check_latlon(lat: Any, lon: Any, *, name: str = "points") -> tuple[np.ndarra
     if la.shape != lo.shape:
         raise ParameterError(f"{name}: latitude shape {la.shape} != longitude shape {lo.shape}")
     for arr, what, lim in ((la, "latitude", 90.0), (lo, "longitude", 180.0)):
+        if arr.size == 0 or (-lim <= arr.min() and arr.max() <= lim):
+            continue    # fast path: min/max propagate NaN, so NaN falls through to the checks
         bad = ~np.isfinite(arr)
         if bad.any():
             i = int(np.flatnonzero(bad.ravel())[0])
