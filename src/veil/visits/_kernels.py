@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-__all__ = ["minplus_chain", "minplus_backtrack", "HAVE_NUMBA"]
+__all__ = ["minplus_chain", "minplus_backtrack", "greedy_moves", "HAVE_NUMBA"]
 
 try:  # pragma: no cover - exercised when numba is installed
     if os.environ.get("VEIL_NO_NUMBA"):
@@ -48,9 +48,83 @@ try:  # pragma: no cover - exercised when numba is installed
             layers[0, :] = D
         return layers, arg
 
+    @numba.njit(cache=True)
+    def _moves_numba(G, phi, x, S, t, sign, restrict, eps_tol, ratio, tol, max_iter):  # noqa: N803
+        n = x.shape[0]
+        inf = np.inf
+        rq = np.empty(n)
+        rf = np.empty(n)
+        aq = np.empty(n)
+        af = np.empty(n)
+        src = np.empty(n, dtype=np.bool_)
+        dst = np.empty(n, dtype=np.bool_)
+        for _ in range(max_iter):
+            Q = 0.0
+            for i in range(n):
+                Q += G[i, x[i]]
+            for i in range(n):
+                xi = x[i]
+                if xi > 0:
+                    v = G[i, xi - 1] - G[i, xi]
+                    rq[i] = inf if np.isnan(v) else v
+                    v = phi[i, xi - 1] - phi[i, xi]
+                    rf[i] = inf if np.isnan(v) else v
+                else:
+                    rq[i] = inf
+                    rf[i] = inf
+                if xi < S:
+                    v = G[i, xi + 1] - G[i, xi]
+                    aq[i] = inf if (np.isnan(v) or np.isinf(G[i, xi + 1])) else v
+                    v = phi[i, xi + 1] - phi[i, xi]
+                    af[i] = inf if np.isnan(v) else v
+                else:
+                    aq[i] = inf
+                    af[i] = inf
+                src[i] = xi > 0
+                dst[i] = xi < S
+                if restrict:
+                    share = xi / S
+                    if sign > 0:
+                        src[i] = src[i] and share > t[i]
+                        dst[i] = dst[i] and share < t[i]
+                    else:
+                        src[i] = src[i] and share <= t[i]
+                        dst[i] = dst[i] and share >= t[i]
+            best = inf
+            ba = -1
+            bb = -1
+            for a in range(n):
+                if not src[a]:
+                    continue
+                for b in range(n):
+                    if not dst[b] or a == b:
+                        continue
+                    dq = rq[a] + aq[b]
+                    df = rf[a] + af[b]
+                    if not (Q + dq <= eps_tol) or np.isnan(df) or not (df < inf):
+                        continue
+                    if not (df < -tol):
+                        continue
+                    if ratio:
+                        sc = df / max(dq, 1e-15)
+                        if np.isnan(sc):
+                            sc = inf
+                    else:
+                        sc = df
+                    if ba < 0 or sc < best:   # first minimum in (a, b) order, as np.argmin
+                        best = sc
+                        ba = a
+                        bb = b
+            if ba < 0:
+                break
+            x[ba] -= 1
+            x[bb] += 1
+        return x
+
     HAVE_NUMBA = True
 except ImportError:  # pragma: no cover - numpy fallback
     _chain_numba = None
+    _moves_numba = None
     HAVE_NUMBA = False
 
 
@@ -116,6 +190,28 @@ def minplus_chain(C: np.ndarray, *, keep_all: bool = False, backend: str = "auto
             raise ImportError("numba is not installed (pip install numba)")
         return _chain_numba(C, keep_all)
     return _chain_numpy(C, keep_all)
+
+
+def greedy_moves(G: np.ndarray, phi: np.ndarray, x0: np.ndarray, S: int, t: np.ndarray,
+                 sign: float, restrict: bool, eps_tol: float, ratio: bool, tol: float,
+                 max_iter: int) -> np.ndarray | None:
+    """The RH/AH move loop compiled with numba (None when numba is unavailable).
+
+    One move takes a visit from bin ``a`` to bin ``b`` (``a != b``) keeping the
+    quality ``sum_i G[i, x_i] <= eps_tol`` and lowering ``sum_i phi[i, x_i]``
+    by more than ``tol``; the move chosen has the smallest ``dphi / max(dq, 1e-15)``
+    (``ratio``) or the smallest ``dphi``, ties to the first ``(a, b)`` in row-major
+    order. ``restrict`` limits sources and destinations by the bins' share
+    against the target ``t`` (see :func:`veil.visits.resemble`). Same moves as
+    the numpy loop in ``veil.visits.resemble._heuristic``, which tests compare.
+    """
+    if _moves_numba is None:
+        return None
+    return _moves_numba(np.ascontiguousarray(G, dtype=np.float64),
+                        np.ascontiguousarray(phi, dtype=np.float64),
+                        np.array(x0, dtype=np.int64), int(S),
+                        np.ascontiguousarray(t, dtype=np.float64), float(sign), bool(restrict),
+                        float(eps_tol), bool(ratio), float(tol), int(max_iter))
 
 
 def minplus_backtrack(arg: np.ndarray, total: int) -> np.ndarray:

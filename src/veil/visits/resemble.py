@@ -50,7 +50,7 @@ from ..distances import bin_terms
 from ..errors import InfeasibleError, InstanceTooLargeError, ParameterError
 from ..validation import (check_choice, check_counts, check_finite_array, check_int,
                           check_nonnegative)
-from ._kernels import minplus_backtrack, minplus_chain
+from ._kernels import greedy_moves, minplus_backtrack, minplus_chain
 from .costs import check_distance
 from .hide import convex_allocate
 from .result import VisitResult
@@ -179,14 +179,20 @@ def lagrangian_bound(prob: _Problem, *, iters: int = 30, convex: bool = True):
 
 
 def _heuristic(prob: _Problem, x0: np.ndarray, restrict: bool,
-               rule: str = "ratio") -> np.ndarray:
+               rule: str = "ratio", backend: str = "auto") -> np.ndarray:
+    max_iter = 4 * prob.S * max(prob.n, 1) + 10
+    if backend != "numpy":
+        x = greedy_moves(prob.G, prob.phi, x0, prob.S, prob.t, prob.sign, restrict,
+                         prob.eps_tol, rule == "ratio", _TOL, max_iter)
+        if x is not None:
+            return x
     x = x0.copy()
     n, S = prob.n, prob.S
     ar = prob._ar
     G, phi = prob.G, prob.phi
     Q = prob.quality(x)
     diag = np.eye(n, dtype=bool)
-    for _ in range(4 * S * max(n, 1) + 10):
+    for _ in range(max_iter):
         xm = np.maximum(x - 1, 0)
         xp = np.minimum(x + 1, S)
         with np.errstate(invalid="ignore"):
