@@ -54,13 +54,13 @@ def test_numba_and_numpy_kernels_agree():
     ref = polar_destination(lat, lon, -f / eps, np.cos(th), np.sin(th), 6_371_008.8,
                             use_numba=False)
     for flag in ([False, True] if _HAVE_NUMBA else [False]):
-        c = displace_turn(lat, lon, u, f, eps, 6_371_008.8, use_numba=flag).T
+        c = displace_turn(np.column_stack((lat, lon)), u, f, eps, 6_371_008.8, use_numba=flag).T
         assert np.max(np.abs(c[0] - ref[0])) < 1e-9
         assert np.max(np.abs(((c[1] - ref[1] + 180) % 360) - 180)) < 1e-9
         assert np.all((c[1] >= -180) & (c[1] < 180))
     # short displacements (the vectorized series path) agree to float64 rounding
     m = slice(200, None)
-    c = displace_turn(lat[m], lon[m], u[m], f[m], 0.01, 6_371_008.8).T
+    c = displace_turn(np.column_stack((lat[m], lon[m])), u[m], f[m], 0.01, 6_371_008.8).T
     ref = polar_destination(lat[m], lon[m], -f[m] / 0.01, np.cos(th[m]), np.sin(th[m]),
                             6_371_008.8, use_numba=False)
     assert np.max(np.abs(c[0] - ref[0])) < 1e-12

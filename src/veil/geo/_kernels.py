@@ -116,8 +116,8 @@ def _numba_turn_kernel():
     # Serial on purpose: the loop is memory-bound at a few ns per point, and on a loaded
     # machine a parallel region waits for its slowest thread.
     @numba.njit(fastmath={"contract"}, error_model="numpy", cache=True)
-    def _turn(lat, lon, u, f, k, la, lo):  # pragma: no cover - jit
-        n = lat.shape[0]
+    def _turn(xy, u, f, k, la, lo):  # pragma: no cover - jit; xy = [lat0, lon0, lat1, ...]
+        n = u.shape[0]
         bad = np.empty(n, dtype=np.bool_)
         for i in range(n):
             ph = pi * (u[i] - 0.5)              # half the direction angle, in [-pi/2, pi/2)
@@ -126,7 +126,8 @@ def _numba_turn_kernel():
             ct = ch * ch - sh * sh              # east component, cos(2 ph)
             st = 2.0 * sh * ch                  # north component, sin(2 ph)
             c = -f[i] * k                       # angular distance r / R
-            p0 = lat[i] * deg
+            lat_i = xy[2 * i]
+            p0 = lat_i * deg
             sp0 = sin_half(p0)
             cp0 = cos_half(p0)
             c2 = c * c
@@ -146,9 +147,9 @@ def _numba_turn_kernel():
             w = yy / xx
             w2 = w * w
             dl = w * (1.0 - w2 * (i3 - w2 * (i5 - w2 * (i7 - w2 * i9))))
-            x = lon[i] * deg + dl
+            x = xy[2 * i + 1] * deg + dl
             x = x - two_pi * (x >= pi) + two_pi * (x < -pi)
-            la[i] = lat[i] + dphi * rad
+            la[i] = lat_i + dphi * rad
             lo[i] = x * rad
             bad[i] = not ((c < smax) & (cp0 > 0.0175) & (nx > 0.0) & (abs(z) < smax)
                           & (xx > 0.0) & (abs(w) < smax))
@@ -176,8 +177,8 @@ def planar_laplace_draws(size: int, rng: np.random.Generator) -> tuple[np.ndarra
     return u, f
 
 
-def displace_turn(lat, lon, u, f, epsilon, radius, *, use_numba: bool | None = None) -> np.ndarray:
-    """Move each point by the planar Laplace displacement ``(u, f)``; returns ``(n, 2)``.
+def displace_turn(points, u, f, epsilon, radius, *, use_numba: bool | None = None) -> np.ndarray:
+    """Move each ``[lat, lon]`` row of ``points`` by the displacement ``(u, f)``; ``(n, 2)`` out.
 
     The direction is ``2 pi u - pi`` (east = 0, counter-clockwise) and the
     distance ``-f / epsilon`` metres (see :func:`planar_laplace_draws`), applied
@@ -192,9 +193,9 @@ def displace_turn(lat, lon, u, f, epsilon, radius, *, use_numba: bool | None = N
     flagged and redone with the general formulas (arctan2), so the result
     agrees with :func:`polar_destination` to float64 rounding everywhere.
     """
-    lat = np.ascontiguousarray(lat, dtype=np.float64)
-    lon = np.ascontiguousarray(lon, dtype=np.float64)
-    n = lat.shape[0]
+    xy = np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 2)
+    lat, lon = xy[:, 0], xy[:, 1]
+    n = xy.shape[0]
     out = np.empty((2, n))
     if use_numba is None:
         use_numba = _HAVE_NUMBA and n >= NUMBA_MIN_SIZE
@@ -203,7 +204,7 @@ def displace_turn(lat, lon, u, f, epsilon, radius, *, use_numba: bool | None = N
         out[0], out[1] = _polar_destination_numpy(lat, lon, -f / epsilon, np.cos(th), np.sin(th),
                                                   float(radius))
         return out.T
-    bad = _numba_turn_kernel()(lat, lon, u, f, 1.0 / (epsilon * radius), out[0], out[1])
+    bad = _numba_turn_kernel()(xy.reshape(-1), u, f, 1.0 / (epsilon * radius), out[0], out[1])
     idx = np.flatnonzero(bad)
     if idx.size:
         th = 2.0 * np.pi * u[idx] - np.pi

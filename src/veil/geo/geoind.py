@@ -65,6 +65,20 @@ def _as_points(points: Any, name: str = "points") -> tuple[np.ndarray, np.ndarra
     return check_latlon(a[:, 0], a[:, 1], name=name)
 
 
+def _points_array(points: Any, name: str = "points") -> np.ndarray:
+    """Validated ``[lat, lon]`` points as a C-contiguous ``(n, 2)`` float64 array."""
+    try:
+        a = np.asarray(points, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(f"{name} must be numeric [lat, lon] pairs: {exc}") from None
+    if a.ndim == 1 and a.shape[0] == 2:
+        a = a.reshape(1, 2)
+    if a.ndim != 2 or a.shape[1] != 2:
+        raise ParameterError(f"{name} must have shape (n, 2) as [lat, lon], got {a.shape}")
+    check_latlon(a[:, 0], a[:, 1], name=name)
+    return np.ascontiguousarray(a)
+
+
 def _noise(epsilon: float, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     r, c, s = _polar_noise(epsilon, n, rng)
     return r * c, r * s
@@ -113,13 +127,13 @@ def planar_laplace(points: Any, *, epsilon: float, rng: np.random.Generator | No
     ((1, 2), 200.0)
     """
     eps = check_epsilon(epsilon, "epsilon")
-    lat, lon = _as_points(points)
+    pts = _points_array(points)
     rng = make_rng(rng)
-    n = lat.size
+    n = pts.shape[0]
     u, f = planar_laplace_draws(n, rng)     # uniform direction, Gamma(2, 1) length
-    out = displace_turn(lat.reshape(-1), lon.reshape(-1), u, f, eps, EARTH_RADIUS_M)
+    out = displace_turn(pts, u, f, eps, EARTH_RADIUS_M)
     return Release(out, "planar-laplace", GeoDP(eps),
-                   parameters={"epsilon_per_metre": eps, "n_points": int(lat.size),
+                   parameters={"epsilon_per_metre": eps, "n_points": int(n),
                                "plane": "per-point azimuthal equidistant"},
                    budget_split={"planar-laplace": eps},
                    noise_scale=1.0 / eps, noise_variance=6.0 / eps ** 2,
