@@ -8,10 +8,11 @@ error, no page error, and no network request other than ``file://`` and
 page at a laptop width (1280 px) and a phone width (390 px) are saved in the
 test's tmp folder and copied to ``/tmp/veil-screens/`` for people to look at.
 
-Run with ``python -m pytest -m slow tests/browser``. Needs ``pip install
-playwright`` (the Python package bundles its driver) and Debian's chromium at
-``/usr/bin/chromium`` (``apt-get install -y chromium``); never
-``playwright install``: the test uses the system browser.
+Part of the default suite (and so of CI): ``pip install -e '.[test]'`` installs
+playwright (the Python package bundles its driver); the browser is Debian's
+chromium at ``/usr/bin/chromium`` (``apt-get install -y chromium``); never
+``playwright install``: the test uses the system browser. Without chromium or
+playwright the tests are skipped with the reason. About 20 s.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-pytestmark = pytest.mark.slow
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
