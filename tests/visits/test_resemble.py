@@ -238,3 +238,37 @@ def test_compiled_moves_equal_numpy_moves(sign):
             assert a.tolist() == b.tolist(), (i, restrict, rule)
             moved += int(np.abs(a - x0).sum() > 0)
     assert moved > 200   # the comparison covers instances where the heuristic moves visits
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_compiled_lagrangian_equals_python_loop(sign):
+    """The compiled bisection gives the same bound as the reference Python loop."""
+    from veil.visits._kernels import HAVE_NUMBA
+    from veil.visits.resemble import _Problem, lagrangian_bound
+    if not HAVE_NUMBA:
+        pytest.skip("numba not installed")
+    rng = np.random.default_rng(15 if sign > 0 else 16)
+    checked = 0
+    for i in range(150):
+        n = int(rng.integers(2, 10))
+        h = rng.multinomial(int(rng.integers(5, 50)), rng.dirichlet(np.full(n, 0.7)))
+        t = rng.dirichlet(np.ones(n)) * (rng.random(n) < 0.9) + 1e-3 * (i % 2)
+        if t.sum() == 0:
+            t[0] = 1.0
+        S = int(h.sum()) if i % 3 else int(rng.integers(5, 50))
+        prob = _Problem(h, t, S, float(rng.choice([0.01, 0.05, 0.2, 1.0])), DIST[i % 5],
+                        DIST[(i + 1) % 5], i % 7 == 3, sign)
+        convex = sign > 0
+        try:
+            ref = lagrangian_bound(prob, convex=convex, backend="python")
+        except InfeasibleError:
+            with pytest.raises(InfeasibleError):
+                lagrangian_bound(prob, convex=convex)
+            continue
+        got = lagrangian_bound(prob, convex=convex)
+        assert got[0] == pytest.approx(ref[0], rel=1e-9, abs=1e-12), i
+        assert (got[1] is None) == (ref[1] is None), i
+        if ref[1] is not None:
+            assert got[2] == pytest.approx(ref[2], rel=1e-9, abs=1e-12), i
+        checked += 1
+    assert checked > 100

@@ -121,10 +121,153 @@ try:  # pragma: no cover - exercised when numba is installed
             x[bb] += 1
         return x
 
+    @numba.njit(cache=True)
+    def _lag_inner(phi, G, lam, S, convex, x):  # noqa: N803
+        """Exact minimizer of sum_i phi[i, x_i] + lam G[i, x_i] with sum x = S (False: none)."""
+        n, R1 = phi.shape
+        if convex:  # greedy marginal allocation, ties to the smallest bin
+            for i in range(n):
+                x[i] = 0
+            for _ in range(S):
+                best = np.inf
+                bb = -1
+                for b in range(n):
+                    k = x[b]
+                    if k + 1 >= R1:
+                        continue
+                    c0 = phi[b, k] + lam * G[b, k] if lam > 0 else phi[b, k]
+                    c1 = phi[b, k + 1] + lam * G[b, k + 1] if lam > 0 else phi[b, k + 1]
+                    d = c1 - c0
+                    if np.isnan(d) or np.isinf(c1):
+                        d = np.inf
+                    if d < best:
+                        best = d
+                        bb = b
+                if bb < 0:
+                    return False
+                x[bb] += 1
+            return True
+        C = np.empty((n, R1))
+        for i in range(n):
+            for k in range(R1):
+                v = phi[i, k] + lam * G[i, k] if lam > 0 else phi[i, k]
+                C[i, k] = np.inf if np.isnan(v) else v
+        layers, arg = _chain_numba(C, False)
+        if not np.isfinite(layers[0, S]):
+            return False
+        j = S
+        for i in range(n - 1, -1, -1):
+            k = arg[i, j]
+            x[i] = k
+            j -= k
+        return True
+
+    @numba.njit(cache=True)
+    def _lag_numba(phi, G, S, eps, eps_tol, convex, iters):  # noqa: N803
+        n = phi.shape[0]
+        x = np.zeros(n, dtype=np.int64)
+        best_x = np.zeros(n, dtype=np.int64)
+        have_best = False
+        best_v = np.inf
+        bound = -np.inf
+        best_lam = 0.0
+        # status 0: done; 1: some multiplier's inner problem has no finite allocation
+        if not _lag_inner(phi, G, 0.0, S, convex, x):
+            return 1, bound, best_x, have_best, best_v, best_lam
+        f0 = 0.0
+        g0 = 0.0
+        for i in range(n):
+            f0 += phi[i, x[i]]
+            g0 += G[i, x[i]]
+        if np.isfinite(f0) and f0 > bound:
+            bound = f0
+            best_lam = 0.0
+        if g0 <= eps_tol and f0 < best_v:
+            best_x[:] = x
+            have_best = True
+            best_v = f0
+        if g0 <= eps_tol:
+            return 0, f0, best_x, have_best, best_v, 0.0
+        lo = 0.0
+        hi = 1.0
+        fl, gl = f0, g0
+        fh, gh = np.inf, np.inf
+        found = False
+        for _ in range(80):
+            if not _lag_inner(phi, G, hi, S, convex, x):
+                return 1, bound, best_x, have_best, best_v, best_lam
+            f = 0.0
+            g = 0.0
+            for i in range(n):
+                f += phi[i, x[i]]
+                g += G[i, x[i]]
+            val = f + hi * (g - eps)
+            if np.isfinite(val) and val > bound:
+                bound = val
+                best_lam = hi
+            if g <= eps_tol and f < best_v:
+                best_x[:] = x
+                have_best = True
+                best_v = f
+            if g <= eps_tol:
+                fh, gh = f, g
+                found = True
+                break
+            lo = hi
+            fl, gl = f, g
+            hi *= 4.0
+        if not found:
+            return 0, bound, best_x, have_best, best_v, best_lam
+        for _ in range(iters):
+            if have_best and best_v - bound <= 1e-12 * max(1.0, abs(best_v)):
+                break
+            mid = 0.5 * (lo + hi)
+            if not _lag_inner(phi, G, mid, S, convex, x):
+                return 1, bound, best_x, have_best, best_v, best_lam
+            f = 0.0
+            g = 0.0
+            for i in range(n):
+                f += phi[i, x[i]]
+                g += G[i, x[i]]
+            val = f + mid * (g - eps) if mid > 0 else f
+            if np.isfinite(val) and val > bound:
+                bound = val
+                best_lam = mid
+            if g <= eps_tol and f < best_v:
+                best_x[:] = x
+                have_best = True
+                best_v = f
+            if g <= eps_tol:
+                hi = mid
+                fh, gh = f, g
+            else:
+                lo = mid
+                fl, gl = f, g
+        if gl != gh and np.isfinite(fl) and np.isfinite(fh):
+            lam_x = (fh - fl) / (gl - gh)
+            if lam_x > 0 and np.isfinite(lam_x):
+                if not _lag_inner(phi, G, lam_x, S, convex, x):
+                    return 1, bound, best_x, have_best, best_v, best_lam
+                f = 0.0
+                g = 0.0
+                for i in range(n):
+                    f += phi[i, x[i]]
+                    g += G[i, x[i]]
+                val = f + lam_x * (g - eps)
+                if np.isfinite(val) and val > bound:
+                    bound = val
+                    best_lam = lam_x
+                if g <= eps_tol and f < best_v:
+                    best_x[:] = x
+                    have_best = True
+                    best_v = f
+        return 0, bound, best_x, have_best, best_v, best_lam
+
     HAVE_NUMBA = True
 except ImportError:  # pragma: no cover - numpy fallback
     _chain_numba = None
     _moves_numba = None
+    _lag_numba = None
     HAVE_NUMBA = False
 
 
@@ -212,6 +355,21 @@ def greedy_moves(G: np.ndarray, phi: np.ndarray, x0: np.ndarray, S: int, t: np.n
                         np.array(x0, dtype=np.int64), int(S),
                         np.ascontiguousarray(t, dtype=np.float64), float(sign), bool(restrict),
                         float(eps_tol), bool(ratio), float(tol), int(max_iter))
+
+
+def lagrangian_compiled(phi: np.ndarray, G: np.ndarray, S: int, eps: float, eps_tol: float,
+                        convex: bool, iters: int):
+    """The whole Lagrangian bisection of ``veil.visits.resemble.lagrangian_bound`` compiled.
+
+    Returns ``None`` without numba; else ``(status, bound, best_x or None, best_v, lam)``
+    with ``status`` 1 when some multiplier's inner problem has no finite allocation.
+    """
+    if _lag_numba is None:
+        return None
+    st, bound, bx, have, bv, lam = _lag_numba(
+        np.ascontiguousarray(phi, dtype=np.float64), np.ascontiguousarray(G, dtype=np.float64),
+        int(S), float(eps), float(eps_tol), bool(convex), int(iters))
+    return int(st), float(bound), (bx if have else None), float(bv), float(lam)
 
 
 def minplus_backtrack(arg: np.ndarray, total: int) -> np.ndarray:

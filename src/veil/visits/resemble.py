@@ -50,7 +50,7 @@ from ..distances import bin_terms
 from ..errors import InfeasibleError, InstanceTooLargeError, ParameterError
 from ..validation import (check_choice, check_counts, check_finite_array, check_int,
                           check_nonnegative)
-from ._kernels import greedy_moves, minplus_backtrack, minplus_chain
+from ._kernels import greedy_moves, lagrangian_compiled, minplus_backtrack, minplus_chain
 from .costs import check_distance
 from .hide import convex_allocate
 from .result import VisitResult
@@ -123,13 +123,29 @@ def _inner(prob: _Problem, lam: float, convex: bool) -> np.ndarray:
     return minplus_backtrack(arg, prob.S)
 
 
-def lagrangian_bound(prob: _Problem, *, iters: int = 30, convex: bool = True):
+#: largest n * S for which the compiled Lagrangian (greedy inner solve, O(n S) per multiplier)
+#: is used for convex costs; beyond it the threshold allocation of veil.visits.hide is faster.
+COMPILED_CONVEX_LIMIT = 2e6
+
+
+def lagrangian_bound(prob: _Problem, *, iters: int = 30, convex: bool = True,
+                     backend: str = "auto"):
     """Best Lagrangian dual value and the best feasible allocation met on the way.
 
     Returns ``(bound, best_x, best_value, lam)`` where ``bound`` is a proven lower
     bound on ``min sum phi`` subject to the quality constraint (``best_x`` may be
-    None when no evaluated multiplier gave a feasible allocation).
+    None when no evaluated multiplier gave a feasible allocation). With numba
+    the whole bisection runs compiled (``backend="auto"``; ``"python"`` forces
+    the reference loop below); both solve every inner problem exactly, so the
+    bound is the same up to ties between equally good inner solutions.
     """
+    if backend != "python" and (not convex or prob.n * float(prob.S) <= COMPILED_CONVEX_LIMIT):
+        res = lagrangian_compiled(prob.phi, prob.G, prob.S, prob.eps, prob.eps_tol, convex, iters)
+        if res is not None:
+            status, bound, bx, bv, lam = res
+            if status:
+                raise InfeasibleError("every histogram of the required size has infinite cost")
+            return bound, bx, bv, lam
     best_x, best_v = None, math.inf
     bound = -math.inf
     best_lam = 0.0
