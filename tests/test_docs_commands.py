@@ -1,5 +1,6 @@
 """Every `veil ...` command shown in README.md and docs/*.md names a real sub-command and only
-real options (doc examples do not rot). The README tour is also executed (tests/test_readme.py)."""
+real options (doc examples do not rot). The README tour is also executed (tests/test_readme.py),
+and tests/test_docs_run.py executes every command extracted here (with `doc_lines`/`_commands`)."""
 
 import re
 import shlex
@@ -27,13 +28,19 @@ def _blocks(text: str):
             buf.append(line)
 
 
-def _commands(text: str):
+def doc_lines(text: str):
+    """Every line of those blocks in document order, backslash continuations joined, stripped
+    and without a leading `$ ` prompt (commands, setup lines such as `echo ... > file`, output)."""
     for block in _blocks(text):
         joined = re.sub(r"\\\n\s*", " ", block)
         for line in joined.splitlines():
-            line = line.strip().removeprefix("$ ")
-            if line.startswith("veil ") or line == "veil":
-                yield line.split("#", 1)[0].strip()
+            yield line.strip().removeprefix("$ ")
+
+
+def _commands(text: str):
+    for line in doc_lines(text):
+        if line.startswith("veil ") or line == "veil":
+            yield line.split("#", 1)[0].strip()
 
 
 def _click_root():
