@@ -83,7 +83,7 @@ def publish_cmd(
                                "(or, with --counts, one count per bin in domain order)."),
     epsilon: float = EPSILON,
     output: Path = typer.Option(..., "--output", "-o", help="Noisy histogram (.csv, .parquet "
-                                "or .json), written atomically with a JSON sidecar OUTPUT.json."),
+                                "or .json), written atomically with a JSON sidecar OUTPUT.meta.json."),
     bins: Optional[str] = typer.Option(None, "--bins", "-b", help="Public bins: 'lo:hi:count' "
                                        "(equal width) or 'e0,e1,...,em' edges; with "
                                        "--bins-from-data just a number of bins."),

@@ -67,7 +67,7 @@ def release_cmd(
     grid: Optional[str] = typer.Option(None, "--grid", help="Expected grid; must equal the "
                                        "model's (a check)."),
     output: Path = typer.Option(..., "--output", "-o", help="Released points (written "
-                                "atomically), with a .json sidecar."),
+                                "atomically), with an OUTPUT.meta.json sidecar."),
     fmt: str = typer.Option("csv", "--format", "-f", help="csv or json."),
     on_invalid: str = typer.Option("error", "--on-invalid", help="NaN or out-of-region points: "
                                    "'error' (default) or 'drop' (counted in the sidecar)."),
