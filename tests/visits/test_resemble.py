@@ -211,25 +211,32 @@ def test_large_size_uses_cheap_bound_and_no_exact(monkeypatch):
     assert r.bound >= best - 1e-12 and r.privacy_value <= best + 1e-12
 
 
+def _random_problems(seed, count, max_bins, max_size, sign):
+    """Random TR (sign 1) or TA (sign -1) instances of every distance pair, some with
+    forbidden unvisited bins, empty target bins or a size other than the histogram's."""
+    from veil.visits.resemble import _Problem
+    rng = np.random.default_rng(seed)
+    for i in range(count):
+        n = int(rng.integers(2, max_bins))
+        h = rng.multinomial(int(rng.integers(5, max_size)), rng.dirichlet(np.full(n, 0.7)))
+        t = rng.dirichlet(np.ones(n)) * (rng.random(n) < 0.9) + 1e-3 * (i % 2)
+        if t.sum() == 0:
+            t[0] = 1.0
+        S = int(h.sum()) if i % 3 else int(rng.integers(5, max_size))
+        yield i, h, _Problem(h, t, S, float(rng.choice([0.01, 0.05, 0.2, 1.0])), DIST[i % 5],
+                             DIST[(i + 1) % 5], i % 7 == 3, sign)
+
+
 @pytest.mark.parametrize("sign", [1.0, -1.0])
 def test_compiled_moves_equal_numpy_moves(sign):
     """The numba RH/AH loop makes the same moves as the numpy reference loop."""
     from veil.visits._kernels import HAVE_NUMBA
-    from veil.visits.resemble import _heuristic, _Problem
+    from veil.visits.resemble import _heuristic
     if not HAVE_NUMBA:
         pytest.skip("numba not installed")
-    rng = np.random.default_rng(5 if sign > 0 else 6)
     moved = 0
-    for i in range(300):
-        n = int(rng.integers(2, 12))
-        h = rng.multinomial(int(rng.integers(5, 60)), rng.dirichlet(np.full(n, 0.7)))
-        t = rng.dirichlet(np.ones(n)) * (rng.random(n) < 0.9) + 1e-3 * (i % 2)
-        if t.sum() == 0:
-            t[0] = 1.0
-        S = int(h.sum()) if i % 3 else int(rng.integers(5, 60))
-        prob = _Problem(h, t, S, float(rng.choice([0.01, 0.05, 0.2, 1.0])), DIST[i % 5],
-                        DIST[(i + 1) % 5], i % 7 == 3, sign)
-        x0 = h.copy() if S == h.sum() else prob.min_quality_alloc()
+    for i, h, prob in _random_problems(5 if sign > 0 else 6, 300, 12, 60, sign):
+        x0 = h.copy() if prob.S == h.sum() else prob.min_quality_alloc()
         if not math.isfinite(prob.quality(x0)) or prob.quality(x0) > prob.eps_tol:
             continue
         for restrict, rule in ((True, "ratio"), (False, "gain"), (False, "ratio")):
@@ -244,20 +251,11 @@ def test_compiled_moves_equal_numpy_moves(sign):
 def test_compiled_lagrangian_equals_python_loop(sign):
     """The compiled bisection gives the same bound as the reference Python loop."""
     from veil.visits._kernels import HAVE_NUMBA
-    from veil.visits.resemble import _Problem, lagrangian_bound
+    from veil.visits.resemble import lagrangian_bound
     if not HAVE_NUMBA:
         pytest.skip("numba not installed")
-    rng = np.random.default_rng(15 if sign > 0 else 16)
     checked = 0
-    for i in range(150):
-        n = int(rng.integers(2, 10))
-        h = rng.multinomial(int(rng.integers(5, 50)), rng.dirichlet(np.full(n, 0.7)))
-        t = rng.dirichlet(np.ones(n)) * (rng.random(n) < 0.9) + 1e-3 * (i % 2)
-        if t.sum() == 0:
-            t[0] = 1.0
-        S = int(h.sum()) if i % 3 else int(rng.integers(5, 50))
-        prob = _Problem(h, t, S, float(rng.choice([0.01, 0.05, 0.2, 1.0])), DIST[i % 5],
-                        DIST[(i + 1) % 5], i % 7 == 3, sign)
+    for i, h, prob in _random_problems(15 if sign > 0 else 16, 150, 10, 50, sign):
         convex = sign > 0
         try:
             ref = lagrangian_bound(prob, convex=convex, backend="python")

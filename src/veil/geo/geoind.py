@@ -54,15 +54,8 @@ _FLOAT_NOTE = ("float64 sampler: the output is a real-valued draw rounded to flo
 
 
 def _as_points(points: Any, name: str = "points") -> tuple[np.ndarray, np.ndarray]:
-    try:
-        a = np.asarray(points, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ParameterError(f"{name} must be numeric [lat, lon] pairs: {exc}") from None
-    if a.ndim == 1 and a.shape[0] == 2:
-        a = a.reshape(1, 2)
-    if a.ndim != 2 or a.shape[1] != 2:
-        raise ParameterError(f"{name} must have shape (n, 2) as [lat, lon], got {a.shape}")
-    return check_latlon(a[:, 0], a[:, 1], name=name)
+    a = _points_array(points, name)
+    return a[:, 0], a[:, 1]
 
 
 def _points_array(points: Any, name: str = "points") -> np.ndarray:

@@ -163,105 +163,75 @@ try:  # pragma: no cover - exercised when numba is installed
         return True
 
     @numba.njit(cache=True)
+    def _lag_ev(phi, G, lam, S, convex, x, eps, eps_tol, st, best_x):  # noqa: N803
+        """Solve the inner problem at ``lam`` and record it; ``(ok, f, g)``.
+
+        ``st`` = [bound, its multiplier, best feasible value, 1 if a feasible x was seen].
+        """
+        if not _lag_inner(phi, G, lam, S, convex, x):
+            return False, np.inf, np.inf
+        f = 0.0
+        g = 0.0
+        for i in range(x.shape[0]):
+            f += phi[i, x[i]]
+            g += G[i, x[i]]
+        val = f + lam * (g - eps) if lam > 0 else f
+        if np.isfinite(val) and val > st[0]:
+            st[0] = val
+            st[1] = lam
+        if g <= eps_tol and f < st[2]:
+            best_x[:] = x
+            st[2] = f
+            st[3] = 1.0
+        return True, f, g
+
+    @numba.njit(cache=True)
     def _lag_numba(phi, G, S, eps, eps_tol, convex, iters):  # noqa: N803
+        """Status (0 done, 1 an inner problem without finite allocation), st, best_x."""
         n = phi.shape[0]
         x = np.zeros(n, dtype=np.int64)
         best_x = np.zeros(n, dtype=np.int64)
-        have_best = False
-        best_v = np.inf
-        bound = -np.inf
-        best_lam = 0.0
-        # status 0: done; 1: some multiplier's inner problem has no finite allocation
-        if not _lag_inner(phi, G, 0.0, S, convex, x):
-            return 1, bound, best_x, have_best, best_v, best_lam
-        f0 = 0.0
-        g0 = 0.0
-        for i in range(n):
-            f0 += phi[i, x[i]]
-            g0 += G[i, x[i]]
-        if np.isfinite(f0) and f0 > bound:
-            bound = f0
-            best_lam = 0.0
-        if g0 <= eps_tol and f0 < best_v:
-            best_x[:] = x
-            have_best = True
-            best_v = f0
-        if g0 <= eps_tol:
-            return 0, f0, best_x, have_best, best_v, 0.0
-        lo = 0.0
-        hi = 1.0
-        fl, gl = f0, g0
+        st = np.array([-np.inf, 0.0, np.inf, 0.0])
+        ok, fl, gl = _lag_ev(phi, G, 0.0, S, convex, x, eps, eps_tol, st, best_x)
+        if not ok:
+            return 1, st, best_x
+        if gl <= eps_tol:   # the unconstrained optimum is feasible: the bound is tight
+            st[0] = fl
+            st[1] = 0.0
+            return 0, st, best_x
+        lo, hi = 0.0, 1.0
         fh, gh = np.inf, np.inf
         found = False
         for _ in range(80):
-            if not _lag_inner(phi, G, hi, S, convex, x):
-                return 1, bound, best_x, have_best, best_v, best_lam
-            f = 0.0
-            g = 0.0
-            for i in range(n):
-                f += phi[i, x[i]]
-                g += G[i, x[i]]
-            val = f + hi * (g - eps)
-            if np.isfinite(val) and val > bound:
-                bound = val
-                best_lam = hi
-            if g <= eps_tol and f < best_v:
-                best_x[:] = x
-                have_best = True
-                best_v = f
+            ok, f, g = _lag_ev(phi, G, hi, S, convex, x, eps, eps_tol, st, best_x)
+            if not ok:
+                return 1, st, best_x
             if g <= eps_tol:
                 fh, gh = f, g
                 found = True
                 break
-            lo = hi
-            fl, gl = f, g
+            lo, fl, gl = hi, f, g
             hi *= 4.0
         if not found:
-            return 0, bound, best_x, have_best, best_v, best_lam
+            return 0, st, best_x
         for _ in range(iters):
-            if have_best and best_v - bound <= 1e-12 * max(1.0, abs(best_v)):
-                break
+            if st[3] > 0 and st[2] - st[0] <= 1e-12 * max(1.0, abs(st[2])):
+                break   # a feasible allocation meets the bound: it is optimal
             mid = 0.5 * (lo + hi)
-            if not _lag_inner(phi, G, mid, S, convex, x):
-                return 1, bound, best_x, have_best, best_v, best_lam
-            f = 0.0
-            g = 0.0
-            for i in range(n):
-                f += phi[i, x[i]]
-                g += G[i, x[i]]
-            val = f + mid * (g - eps) if mid > 0 else f
-            if np.isfinite(val) and val > bound:
-                bound = val
-                best_lam = mid
-            if g <= eps_tol and f < best_v:
-                best_x[:] = x
-                have_best = True
-                best_v = f
+            ok, f, g = _lag_ev(phi, G, mid, S, convex, x, eps, eps_tol, st, best_x)
+            if not ok:
+                return 1, st, best_x
             if g <= eps_tol:
-                hi = mid
-                fh, gh = f, g
+                hi, fh, gh = mid, f, g
             else:
-                lo = mid
-                fl, gl = f, g
-        if gl != gh and np.isfinite(fl) and np.isfinite(fh):
+                lo, fl, gl = mid, f, g
+        if gl != gh and np.isfinite(fl) and np.isfinite(fh):   # where the two lines cross
             lam_x = (fh - fl) / (gl - gh)
             if lam_x > 0 and np.isfinite(lam_x):
-                if not _lag_inner(phi, G, lam_x, S, convex, x):
-                    return 1, bound, best_x, have_best, best_v, best_lam
-                f = 0.0
-                g = 0.0
-                for i in range(n):
-                    f += phi[i, x[i]]
-                    g += G[i, x[i]]
-                val = f + lam_x * (g - eps)
-                if np.isfinite(val) and val > bound:
-                    bound = val
-                    best_lam = lam_x
-                if g <= eps_tol and f < best_v:
-                    best_x[:] = x
-                    have_best = True
-                    best_v = f
-        return 0, bound, best_x, have_best, best_v, best_lam
+                ok, f, g = _lag_ev(phi, G, lam_x, S, convex, x, eps, eps_tol, st, best_x)
+                if not ok:
+                    return 1, st, best_x
+        return 0, st, best_x
 
     HAVE_NUMBA = True
 except ImportError:  # pragma: no cover - numpy fallback
@@ -366,10 +336,10 @@ def lagrangian_compiled(phi: np.ndarray, G: np.ndarray, S: int, eps: float, eps_
     """
     if _lag_numba is None:
         return None
-    st, bound, bx, have, bv, lam = _lag_numba(
+    status, st, bx = _lag_numba(
         np.ascontiguousarray(phi, dtype=np.float64), np.ascontiguousarray(G, dtype=np.float64),
         int(S), float(eps), float(eps_tol), bool(convex), int(iters))
-    return int(st), float(bound), (bx if have else None), float(bv), float(lam)
+    return int(status), float(st[0]), (bx if st[3] > 0 else None), float(st[2]), float(st[1])
 
 
 def minplus_backtrack(arg: np.ndarray, total: int) -> np.ndarray:
