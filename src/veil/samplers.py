@@ -214,17 +214,26 @@ def gamma_radius(shape: float, epsilon: float, size: int | tuple[int, ...] | Non
     return make_rng(rng).gamma(shape, 1.0 / epsilon, size=size)
 
 
-def disc_draws(size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray,
-                                                             np.ndarray, np.ndarray]:
-    """The raw draws behind :func:`planar_laplace_noise`: ``(u, v, s, f)``.
+def planar_laplace_noise(epsilon: float, size: int,
+                         rng: np.random.Generator | None = None) -> np.ndarray:
+    """Planar Laplace displacements, shape ``(size, 2)``, density eps^2/(2 pi) exp(-eps |d|).
 
-    ``(u, v)`` is uniform in the unit disc (rejection; ``s = u^2 + v^2`` in
-    ``(0, 1]``), so ``((u^2 - v^2)/s, 2uv/s)`` is a uniform direction and ``s``
-    is Uniform(0, 1) independent of it; ``f = ln(s t)`` with a further uniform
-    ``t`` is minus a Gamma(2, 1) draw, independent of the direction (finite:
-    ``t = 0`` is redrawn). A planar Laplace displacement with parameter eps
-    has length ``-f / eps``. Arrays are float64 of length ``size``.
+    Angle uniform, radius Gamma(2, 1/epsilon); epsilon is per unit of the
+    plane (per metre in a metric projection). Implementation without
+    trigonometry: (u, v) uniform in the unit disc by rejection; the doubled
+    angle ((u^2 - v^2), 2uv)/s with s = u^2 + v^2 is a uniform direction, and s
+    is Uniform(0, 1) independent of it, so -ln(s) - ln(t) with a third uniform
+    t is Gamma(2, 1), independent of the direction.
+
+    Examples
+    --------
+    >>> d = planar_laplace_noise(0.01, 1000, rng=make_rng(seed=1))
+    >>> d.shape
+    (1000, 2)
     """
+    epsilon = check_positive(epsilon, "epsilon")
+    size = check_int(size, "size", minimum=0)
+    rng = make_rng(rng)
     w = np.empty((3, size))            # one buffer, worked in place (large n: few page faults)
     rng.random(out=w[:2])
     u, v, t = w[0], w[1], w[2]
@@ -249,29 +258,6 @@ def disc_draws(size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndar
     while zero.size:     # probability 2^-53 per point
         f[zero] = np.log(rng.random(zero.size) * s[zero])
         zero = zero[~np.isfinite(f[zero])]
-    return u, v, s, f
-
-
-def planar_laplace_noise(epsilon: float, size: int,
-                         rng: np.random.Generator | None = None) -> np.ndarray:
-    """Planar Laplace displacements, shape ``(size, 2)``, density eps^2/(2 pi) exp(-eps |d|).
-
-    Angle uniform, radius Gamma(2, 1/epsilon); epsilon is per unit of the
-    plane (per metre in a metric projection). Implementation without
-    trigonometry: (u, v) uniform in the unit disc by rejection; the doubled
-    angle ((u^2 - v^2), 2uv)/s with s = u^2 + v^2 is a uniform direction, and s
-    is Uniform(0, 1) independent of it, so -ln(s) - ln(t) with a third uniform
-    t is Gamma(2, 1), independent of the direction.
-
-    Examples
-    --------
-    >>> d = planar_laplace_noise(0.01, 1000, rng=make_rng(seed=1))
-    >>> d.shape
-    (1000, 2)
-    """
-    epsilon = check_positive(epsilon, "epsilon")
-    size = check_int(size, "size", minimum=0)
-    u, v, s, f = disc_draws(size, make_rng(rng))
     f /= s
     f *= -1.0 / epsilon  # radius / s
     out = np.empty((2, size))

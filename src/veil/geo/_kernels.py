@@ -3,8 +3,10 @@
 :func:`polar_destination` moves each point ``(lat, lon)`` (degrees) by a
 distance ``r`` metres along the direction whose east/north components are
 ``(cos_t, sin_t)`` (a unit vector), on the sphere of radius ``radius``: the
-inverse azimuthal equidistant projection centred at each point. The numba
-kernel is fused and parallel; the numpy fallback computes the same formulas.
+inverse azimuthal equidistant projection centred at each point, with the
+general (arctan2) formulas in numpy. :func:`displace_turn` computes the same
+for planar Laplace draws with a SIMD-vectorized numba kernel and falls back to
+:func:`polar_destination`'s formulas where its series do not apply.
 """
 
 from __future__ import annotations
@@ -35,42 +37,6 @@ def _polar_destination_numpy(lat, lon, r, cos_t, sin_t, radius):
     lo = lon * _DEG + np.arctan2(cos_t * sc * cp0, cc - sp0 * num)
     lo = ((lo + math.pi) % (2 * math.pi) - math.pi) / _DEG
     return la, lo
-
-
-def _numba_kernel():
-    """Compile (or load from cache) the fused numba kernel on first use."""
-    if "polar" in _JIT:
-        return _JIT["polar"]
-    import numba
-
-    @numba.njit(parallel=True, fastmath=False, cache=True)
-    def _polar_destination_numba(lat, lon, r, cos_t, sin_t, radius):  # pragma: no cover - jit
-        n = lat.shape[0]
-        la = np.empty(n)
-        lo = np.empty(n)
-        for i in numba.prange(n):
-            p0 = lat[i] * _DEG
-            c = r[i] / radius
-            sp0 = math.sin(p0)
-            cp0 = math.cos(p0)
-            if c < 2e-3:  # Taylor series, exact to float64 rounding here (next term < 1e-20 c)
-                c2 = c * c
-                sc = c * (1.0 - c2 / 6.0 * (1.0 - c2 / 20.0 * (1.0 - c2 / 42.0)))
-                cc = 1.0 - c2 / 2.0 * (1.0 - c2 / 12.0 * (1.0 - c2 / 30.0 * (1.0 - c2 / 56.0)))
-            else:
-                sc = math.sin(c)
-                cc = math.cos(c)
-            num = sp0 * cc + cp0 * sc * sin_t[i]
-            den = math.hypot(cp0 * cc - sp0 * sc * sin_t[i], sc * cos_t[i])
-            la[i] = math.atan2(num, den) / _DEG
-            x = lon[i] * _DEG + math.atan2(cos_t[i] * sc * cp0, cc - sp0 * num)
-            if x >= math.pi or x < -math.pi:
-                x = (x + math.pi) % (2 * math.pi) - math.pi
-            lo[i] = x / _DEG
-        return la, lo
-
-    _JIT["polar"] = _polar_destination_numba
-    return _polar_destination_numba
 
 
 # Series coefficients for the short-displacement path of the disc kernel (products instead
@@ -166,7 +132,11 @@ def planar_laplace_draws(size: int, rng: np.random.Generator) -> tuple[np.ndarra
     counter-clockwise) and ``f = ln((1 - t1)(1 - t2))`` with two further
     uniforms, i.e. minus a Gamma(2, 1) draw (the sum of two Exp(1)); the
     displacement length for parameter eps is ``-f / eps``. ``1 - t`` lies in
-    (0, 1], so ``f`` is always finite.
+    (0, 1], so ``f`` is always finite. (The same law as
+    :func:`veil.samplers.planar_laplace_noise`, whose rejection in the disc
+    gives no trigonometry in the plane; here the angle is a fraction of a
+    turn because the kernel evaluates sin and cos by polynomials anyway and
+    needs no rejection pass.)
     """
     w = rng.random((3, size))
     u, t1, t2 = w[0], w[1], w[2]
@@ -213,15 +183,7 @@ def displace_turn(points, u, f, epsilon, radius, *, use_numba: bool | None = Non
     return out.T
 
 
-def polar_destination(lat, lon, r, cos_t, sin_t, radius, *, use_numba: bool | None = None):
+def polar_destination(lat, lon, r, cos_t, sin_t, radius):
     """Destination of each point after moving ``r`` metres east-north direction ``(cos_t, sin_t)``."""
-    lat = np.ascontiguousarray(lat, dtype=np.float64)
-    lon = np.ascontiguousarray(lon, dtype=np.float64)
-    r = np.ascontiguousarray(r, dtype=np.float64)
-    cos_t = np.ascontiguousarray(cos_t, dtype=np.float64)
-    sin_t = np.ascontiguousarray(sin_t, dtype=np.float64)
-    if use_numba is None:
-        use_numba = _HAVE_NUMBA and lat.size >= NUMBA_MIN_SIZE
-    if use_numba and _HAVE_NUMBA:
-        return _numba_kernel()(lat, lon, r, cos_t, sin_t, float(radius))
-    return _polar_destination_numpy(lat, lon, r, cos_t, sin_t, float(radius))
+    return _polar_destination_numpy(*(np.asarray(v, dtype=np.float64)
+                                      for v in (lat, lon, r, cos_t, sin_t)), float(radius))

@@ -32,6 +32,7 @@ from ..budget import GeoDP
 from ..errors import ParameterError
 from ..random import make_rng
 from ..release import Release
+from ..samplers import planar_laplace_noise
 from ..validation import check_epsilon, check_positive
 from ._kernels import displace_turn, planar_laplace_draws
 from .geometry import EARTH_RADIUS_M, Grid, LocalProjection, Region, check_latlon, destination
@@ -70,19 +71,6 @@ def _points_array(points: Any, name: str = "points") -> np.ndarray:
         raise ParameterError(f"{name} must have shape (n, 2) as [lat, lon], got {a.shape}")
     check_latlon(a[:, 0], a[:, 1], name=name)
     return np.ascontiguousarray(a)
-
-
-def _noise(epsilon: float, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    r, c, s = _polar_noise(epsilon, n, rng)
-    return r * c, r * s
-
-
-def _polar_noise(epsilon: float, n: int,
-                 rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Radius Gamma(2, 1/eps) and the (cos, sin) of a uniform angle."""
-    theta = rng.uniform(0.0, 2 * np.pi, size=n)
-    r = rng.gamma(2.0, 1.0 / epsilon, size=n)
-    return r, np.cos(theta), np.sin(theta)
 
 
 def planar_laplace(points: Any, *, epsilon: float, rng: np.random.Generator | None = None) -> Release:
@@ -155,7 +143,7 @@ def planar_laplace_xy(xy: Any, *, epsilon: float, rng: np.random.Generator | Non
     if a.ndim != 2 or a.shape[1] != 2 or not np.isfinite(a).all():
         raise ParameterError(f"xy must be a finite (n, 2) array of metres, got shape {a.shape}")
     rng = make_rng(rng)
-    dx, dy = _noise(eps, len(a), rng)
+    dx, dy = planar_laplace_noise(eps, len(a), rng).T
     return Release(a + np.column_stack((dx, dy)), "planar-laplace", GeoDP(eps),
                    parameters={"epsilon_per_metre": eps, "n_points": len(a), "plane": "given"},
                    budget_split={"planar-laplace": eps}, noise_scale=1.0 / eps,
@@ -271,7 +259,7 @@ def discretized_planar_laplace_xy(xy: Any, *, epsilon: float, grid_step: float, 
         raise ParameterError(f"region: no grid centre of step {step} m lies inside the region "
                              "(empty after discretization); use a finer grid_step")
     rng = make_rng(rng)
-    dx, dy = _noise(eps, len(a), rng)
+    dx, dy = planar_laplace_noise(eps, len(a), rng).T
     out = snap_truncate(np.column_stack((a[:, 0] + dx, a[:, 1] + dy)), grid, allowed)
     return Release(out, "discretized-planar-laplace", GeoDP(eps_prime),
                    parameters={"epsilon_per_metre": eps, "epsilon_prime": eps_prime,
