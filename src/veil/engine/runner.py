@@ -18,6 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import DataError, ParameterError
+from ..io import sql
 from .job import (Job, JobResult, check_and_record_ledger, new_manifest,
                   read_manifest, write_manifest)
 from .registry import get_task
@@ -26,13 +27,12 @@ STAGING = "_staging"
 ROWS_PER_BUCKET = 200_000
 
 
-def _sql_str(s: str) -> str:
-    return "'" + str(s).replace("'", "''") + "'"
+_sql_str = sql.literal
 
 
 def _source_sql(files: list[str]) -> str:
     kinds = {Path(f).suffix.lower() for f in files}
-    lst = "[" + ", ".join(_sql_str(f) for f in files) + "]"
+    lst = sql.paths(files)
     if kinds <= {".parquet"}:
         return f"read_parquet({lst})"
     if kinds <= {".csv", ".tsv", ".txt"}:
@@ -106,7 +106,7 @@ def _stage(job: Job, task, staging: Path, con) -> tuple[int, int]:
     if tmp.exists():
         shutil.rmtree(tmp)
     con.execute(f"COPY (SELECT {select}, hash(\"{job.user_column}\") % {buckets} AS bucket "
-                f"FROM {src}) TO {_sql_str(str(tmp))} (FORMAT parquet, PARTITION_BY (bucket))")
+                f"FROM {src}) TO {sql.path(tmp)} (FORMAT parquet, PARTITION_BY (bucket))")
     os.replace(tmp, staging)
     (staging / "_SUCCESS").write_text(json.dumps({"rows": rows, "buckets": buckets}))
     return rows, buckets
@@ -198,7 +198,7 @@ def run_bucket(spec: dict[str, Any], b: int) -> dict[str, Any]:
     cols = ["user", *task.columns]
     if files:
         order = ", ".join(f'"{c}"' for c in ("user", *task.order_by))
-        lst = "[" + ", ".join(_sql_str(f) for f in sorted(files)) + "]"
+        lst = sql.paths(sorted(files))
         sel = ", ".join(f'"{c}"' for c in cols)
         tbl = _worker_connection().sql(
             f"SELECT {sel} FROM read_parquet({lst}) ORDER BY {order}").to_arrow_table()

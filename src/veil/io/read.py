@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from ..errors import DataError, ParameterError
 from ..validation import check_choice
+from . import sql
 
 __all__ = [
     "FORMATS",
@@ -111,13 +112,8 @@ def _connect():
     return con
 
 
-def _sql_str(s: str) -> str:
-    """A SQL string literal (single quotes doubled)."""
-    return "'" + str(s).replace("'", "''") + "'"
-
-
-def _ident(name: str) -> str:
-    return '"' + str(name).replace('"', '""') + '"'
+_sql_str = sql.literal
+_ident = sql.ident
 
 
 def _check_file(path: Path) -> None:
@@ -194,7 +190,7 @@ def _duck_error(exc: Exception, path: Path, fmt: str, delimiter: str, header: bo
 
 def _source_sql(path: Path, fmt: str, *, delimiter: str, header: bool,
                 names: list[str] | None, all_varchar: bool) -> str:
-    p = _sql_str(str(path))
+    p = sql.path(path)
     if fmt == "csv":
         opts = [f"header={'true' if header else 'false'}", f"delim={_sql_str(delimiter)}",
                 "quote='\"'", "escape='\"'", "skip=0", "strict_mode=true",

@@ -22,6 +22,7 @@ import pyarrow as pa
 from ..errors import ParameterError
 from ..release import Release, to_jsonable
 from .read import FORMATS, _connect, detect_format
+from . import sql
 
 __all__ = [
     "atomic_path",
@@ -223,7 +224,7 @@ def _copy(arrow: pa.Table, tmp: Path, fmt: str, final: Path) -> None:
     con = _connect()
     try:
         con.register("__out", arrow)
-        target = "'" + str(tmp).replace("'", "''") + "'"
+        target = sql.path(tmp)
         try:
             con.execute(f"COPY __out TO {target} ({_COPY_OPTIONS[fmt]})")
         except duckdb.Error as exc:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..io import sql
+
 __all__ = ["ADULT_COLUMNS", "ADULT_QI", "load_adult"]
 
 ADULT_COLUMNS = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
@@ -23,15 +25,15 @@ def load_adult(path: str | Path | None = None):
     from ..datasets import shared_data_path
 
     p = Path(path) if path is not None else shared_data_path("adult", "adult.data")
-    names = ", ".join("'" + c + "'" for c in ADULT_COLUMNS)
-    lit = str(p).replace("'", "''")
+    names = ", ".join(sql.literal(c) for c in ADULT_COLUMNS)
     con = duckdb.connect()
     try:
-        cols = ", ".join(f'trim(CAST("{c}" AS VARCHAR)) AS "{c}"' if c not in
+        q = sql.ident
+        cols = ", ".join(f'trim(CAST({q(c)} AS VARCHAR)) AS {q(c)}' if c not in
                          ("age", "fnlwgt", "education-num", "capital-gain", "capital-loss",
-                          "hours-per-week") else f'"{c}"' for c in ADULT_COLUMNS)
-        where = " AND ".join(f'trim(CAST("{c}" AS VARCHAR)) <> \'?\'' for c in ADULT_COLUMNS)
-        df = con.sql(f"SELECT {cols} FROM read_csv('{lit}', header=false, names=[{names}], "
+                          "hours-per-week") else q(c) for c in ADULT_COLUMNS)
+        where = " AND ".join(f"trim(CAST({q(c)} AS VARCHAR)) <> '?'" for c in ADULT_COLUMNS)
+        df = con.sql(f"SELECT {cols} FROM read_csv({sql.path(p)}, header=false, names=[{names}], "
                      f"all_varchar=false) WHERE {where}").df()
     finally:
         con.close()

@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import DataError, ParameterError
+from ..io import sql
 
 __all__ = ["as_columns", "column_strings", "encode_qi", "EncodedQI", "read_table",
            "write_table_atomic", "table_kind", "replace_columns", "num_rows"]
@@ -173,18 +174,18 @@ def read_table(path: str | Path, *, header: bool | None = None,
         raise DataError("input file does not exist", path=str(p))
     con = duckdb.connect()
     try:
-        lit = str(p).replace("'", "''")
+        lit = sql.path(p)
         if p.suffix.lower() in (".parquet", ".pq"):
-            rel = con.sql(f"SELECT * FROM read_parquet('{lit}')")
+            rel = con.sql(f"SELECT * FROM read_parquet({lit})")
         else:
             opts = []
             if header is not None:
                 opts.append(f"header={'true' if header else 'false'}")
             if names is not None:
-                cols = ", ".join("'" + n.replace("'", "''") + "'" for n in names)
+                cols = ", ".join(sql.literal(n) for n in names)
                 opts.append(f"names=[{cols}]")
             extra = (", " + ", ".join(opts)) if opts else ""
-            rel = con.sql(f"SELECT * FROM read_csv('{lit}'{extra})")
+            rel = con.sql(f"SELECT * FROM read_csv({lit}{extra})")
         tbl = rel.to_arrow_table()
     except duckdb.Error as exc:
         raise DataError(f"cannot read the table: {exc}", path=str(p)) from None

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..errors import ParameterError
+from ..io import sql
 from .constraints import DiversityConstraint
 
 __all__ = ["validation_sql", "ConstraintStatus", "check_constraints", "count_targets"]
@@ -21,12 +22,8 @@ __all__ = ["validation_sql", "ConstraintStatus", "check_constraints", "count_tar
 SUPPRESSED = "*"
 
 
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _literal(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
+_ident = sql.ident
+_literal = sql.literal
 
 
 def validation_sql(constraints: Sequence[DiversityConstraint], *, table_name: str = "t",

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import DataError, InfeasibleError, InstanceTooLargeError, ParameterError
+from ..io import sql
 from ..validation import check_choice
 from .hide import hide
 from .resemble import avoid, resemble
@@ -55,7 +56,7 @@ class UserHistograms:
 
 def _reader(path: str, fmt: str | None) -> str:
     ext = (fmt or Path(path).suffix.lstrip(".")).lower()
-    lit = "'" + str(path).replace("'", "''") + "'"
+    lit = sql.path(path)
     if ext == "parquet":
         return f"read_parquet({lit})"
     if ext in ("json", "ndjson", "jsonl"):

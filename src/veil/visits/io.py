@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError
+from ..io import sql
 
 __all__ = ["read_histogram", "read_profile", "is_checkin_file"]
 
@@ -53,7 +54,7 @@ def read_profile(path: str | Path, *,
         return labels, np.asarray(vals, dtype=np.float64)
     import duckdb
 
-    lit = "'" + str(p).replace("'", "''") + "'"
+    lit = sql.path(p)
     try:
         rel = duckdb.sql(f"SELECT * FROM read_csv({lit}, header=true)")
         cols = rel.columns
@@ -93,7 +94,7 @@ def is_checkin_file(path: str | Path, user_column: str) -> bool:
         return True
     import duckdb
 
-    lit = "'" + str(p).replace("'", "''") + "'"
+    lit = sql.path(p)
     try:
         cols = duckdb.sql(f"SELECT * FROM read_csv({lit}, header=true) LIMIT 0").columns
     except duckdb.Error:

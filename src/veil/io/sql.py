@@ -1,0 +1,100 @@
+r"""The one place where veil quotes what it puts into SQL.
+
+Every identifier (a column or table name), every string literal and every file path that veil
+sends to DuckDB goes through a function of this module; no other module builds a quoted name
+or literal by hand (a test greps the package for that).
+
+Why a module of its own: column names and paths come from users and from files, and a name such
+as ``user" IS NULL OR (SELECT ...) OR "user`` would otherwise smuggle a predicate into a query.
+DuckDB also treats ``*``, ``?``, ``[`` and ``{`` in a path given to ``read_csv`` and friends as a
+glob: ``p[1].csv`` would read ``p1.csv``. :func:`path` escapes those characters so that a path
+is always literal; a glob is built only where a caller asks for one (:func:`glob`).
+
+Examples
+--------
+>>> print(ident('a"b'))
+"a""b"
+>>> literal("it's")
+"'it''s'"
+>>> path("/data/p[1].csv")
+"'/data/p[[]1].csv'"
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from ..errors import ParameterError
+
+__all__ = ["ident", "literal", "path", "paths", "glob", "glob_escape"]
+
+_GLOB_CHARS = {"[": "[[]", "*": "[*]", "?": "[?]", "{": "[{]"}
+
+
+def _text(value: object, what: str) -> str:
+    s = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+    if "\x00" in s:
+        raise ParameterError(f"{what} {s!r} contains a NUL character, which SQL cannot carry")
+    return s
+
+
+def ident(name: object) -> str:
+    """A SQL identifier in double quotes, embedded double quotes doubled.
+
+    Parameters
+    ----------
+    name : object
+        The column or table name (converted with ``str``).
+
+    Raises
+    ------
+    ParameterError
+        If the name contains a NUL character.
+    """
+    return '"' + _text(name, "the name").replace('"', '""') + '"'
+
+
+def literal(value: object) -> str:
+    """A SQL string literal in single quotes, embedded single quotes doubled.
+
+    Parameters
+    ----------
+    value : object
+        The value (converted with ``str``; a path-like is converted with ``os.fspath``).
+
+    Raises
+    ------
+    ParameterError
+        If the value contains a NUL character.
+    """
+    return "'" + _text(value, "the value").replace("'", "''") + "'"
+
+
+def glob_escape(p: str | os.PathLike) -> str:
+    """Escape DuckDB's glob characters so that ``p`` matches exactly one file name.
+
+    >>> glob_escape("a*b?[c]{d}")
+    'a[*]b[?][[]c][{]d}'
+    """
+    s = _text(p, "the path")
+    return "".join(_GLOB_CHARS.get(ch, ch) for ch in s)
+
+
+def path(p: str | os.PathLike) -> str:
+    """A SQL literal naming exactly the file ``p`` (absolute, glob characters escaped).
+
+    Use it wherever a file path goes into ``read_csv``, ``read_parquet``, ``read_json`` or
+    ``COPY ... TO``: DuckDB then reads or writes that one file and never expands a pattern.
+    """
+    return literal(glob_escape(os.path.abspath(_text(p, "the path"))))
+
+
+def paths(ps: Iterable[str | os.PathLike]) -> str:
+    """A SQL list literal of literal paths (see :func:`path`)."""
+    return "[" + ", ".join(path(p) for p in ps) + "]"
+
+
+def glob(pattern: str) -> str:
+    """A SQL literal for a glob pattern the user asked for explicitly (not escaped)."""
+    return literal(pattern)
