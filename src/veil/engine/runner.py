@@ -80,7 +80,7 @@ def _inspect(job: Job, task, con) -> tuple[str, dict[str, str], int]:
                         path=files[0])
     if rows == 0:
         raise DataError("input has no rows", path=files[0])
-    nulls = con.execute(f'SELECT count(*) FROM {src} WHERE "{job.user_column}" IS NULL'
+    nulls = con.execute(f'SELECT count(*) FROM {src} WHERE {sql.ident(job.user_column)} IS NULL'
                         ).fetchall()[0][0]
     if nulls:
         raise DataError(f"{nulls} row(s) have an empty user identifier", path=files[0],
@@ -101,11 +101,11 @@ def _stage(job: Job, task, staging: Path, con) -> tuple[int, int]:
         shutil.rmtree(staging)
     src, needed, rows = _inspect(job, task, con)
     buckets = job.buckets or max(16, math.ceil(rows / ROWS_PER_BUCKET))
-    select = ", ".join(f'"{v}" AS "{k}"' for k, v in needed.items())
+    select = ", ".join(f"{sql.ident(v)} AS {sql.ident(k)}" for k, v in needed.items())
     tmp = staging.with_name(staging.name + ".tmp")
     if tmp.exists():
         shutil.rmtree(tmp)
-    con.execute(f"COPY (SELECT {select}, hash(\"{job.user_column}\") % {buckets} AS bucket "
+    con.execute(f"COPY (SELECT {select}, hash({sql.ident(job.user_column)}) % {buckets} AS bucket "
                 f"FROM {src}) TO {sql.path(tmp)} (FORMAT parquet, PARTITION_BY (bucket))")
     os.replace(tmp, staging)
     (staging / "_SUCCESS").write_text(json.dumps({"rows": rows, "buckets": buckets}))
@@ -197,9 +197,9 @@ def run_bucket(spec: dict[str, Any], b: int) -> dict[str, Any]:
     files = glob.glob(str(output / STAGING / f"bucket={b}" / "*.parquet"))
     cols = ["user", *task.columns]
     if files:
-        order = ", ".join(f'"{c}"' for c in ("user", *task.order_by))
+        order = ", ".join(sql.ident(c) for c in ("user", *task.order_by))
         lst = sql.paths(sorted(files))
-        sel = ", ".join(f'"{c}"' for c in cols)
+        sel = ", ".join(sql.ident(c) for c in cols)
         tbl = _worker_connection().sql(
             f"SELECT {sel} FROM read_parquet({lst}) ORDER BY {order}").to_arrow_table()
     else:

@@ -114,7 +114,7 @@ def load_checkins(path: str | Path, *, user_column: str = "user",
             hint = difflib.get_close_matches(col, cols, n=1)
             extra = f"; did you mean {hint[0]!r}?" if hint else ""
             raise DataError(f"no {opt} {col!r}; columns are {cols}{extra}", path=str(p))
-    u, c = (f'"{x}"' for x in (user_column, category_column))
+    u, c = (sql.ident(x) for x in (user_column, category_column))
     nulls = con.sql(f"SELECT count(*) FILTER (WHERE {u} IS NULL), count(*) FILTER (WHERE {c} IS "
                     f"NULL OR trim(CAST({c} AS VARCHAR)) = '') FROM {_reader(str(p), fmt)}"
                     ).fetchall()[0]

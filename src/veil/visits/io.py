@@ -67,8 +67,8 @@ def read_profile(path: str | Path, *,
         raise DataError(f"a CSV {what} needs a category column and a count/weight column; "
                         f"found {cols}", path=str(p))
     try:
-        rows = duckdb.sql(f'SELECT CAST("{cat}" AS VARCHAR) AS c, sum(CAST("{val}" AS DOUBLE)) '
-                          f"AS v, count(*) FILTER (WHERE \"{val}\" IS NULL) AS nn FROM "
+        rows = duckdb.sql(f'SELECT CAST({sql.ident(cat)} AS VARCHAR) AS c, sum(CAST({sql.ident(val)} AS DOUBLE)) '
+                          f"AS v, count(*) FILTER (WHERE {sql.ident(val)} IS NULL) AS nn FROM "
                           f"read_csv({lit}, header=true) GROUP BY 1 ORDER BY 1").fetchall()
     except duckdb.Error as exc:
         raise DataError(f"column {val!r} must be numeric: {str(exc).splitlines()[0]}",
