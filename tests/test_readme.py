@@ -46,3 +46,13 @@ def test_readme_tour_runs(tmp_path):
     for f in ("hidden.csv", "noisy_points.csv", "age_histogram.csv.meta.json", "noisy_points.csv.meta.json", "anonymized.csv",
               "counts_out/manifest.json"):
         assert (tmp_path / f).exists(), f
+
+
+def test_test_command_installs_the_browser_the_browser_test_needs():
+    """The browser test fails without chromium, so the README's test command installs it."""
+    readme = (ROOT / "README.md").read_text()
+    test_cmd = next(b.strip() for b in _bash_blocks(readme) if "pytest" in b)
+    assert "apt-get install -y -qq chromium" in test_cmd
+    assert test_cmd.index("chromium") < test_cmd.index("pytest")
+    browser_test = (ROOT / "tests" / "browser" / "test_report_browser.py").read_text()
+    assert "pytest.fail(f\"{CHROMIUM} is missing" in browser_test
