@@ -216,7 +216,7 @@ def gamma_radius(shape: float, epsilon: float, size: int | tuple[int, ...] | Non
 
 def planar_laplace_noise(epsilon: float, size: int,
                          rng: np.random.Generator | None = None) -> np.ndarray:
-    """Planar Laplace displacements, shape ``(size, 2)``, density eps^2/(2 pi) exp(-eps |d|).
+    """Planar Laplace displacements, shape ``(size, 2)``, density ``eps^2 / (2 pi) exp(-eps ||d||)``.
 
     Angle uniform, radius Gamma(2, 1/epsilon); epsilon is per unit of the
     plane (per metre in a metric projection). Implementation without

@@ -108,7 +108,7 @@ def implied_range(sigma_set: Iterable[DiversityConstraint],
     Algorithm 1 of the paper: start from ``[0, inf)``; each constraint on the
     same target narrows both ends (axioms 1, 4), on a sub-target narrows the
     upper end (axiom 2), on a super-target narrows the lower end (axiom 3).
-    One pass: O(|Sigma| * |X|).
+    One pass: ``O(|Sigma| * |X|)``.
 
     Returns
     -------
@@ -169,7 +169,7 @@ def satisfiability(sigma_set: Iterable[DiversityConstraint]) -> Satisfiability:
     Sigma is unsatisfiable iff it implies an empty range on some target; it is
     enough to test the targets that occur in Sigma (an empty range on another
     target ``T`` comes from a sub-target ``U`` and a super-target ``S`` of
-    ``T``, and then also shows on ``S``). O(|Sigma|^2).
+    ``T``, and then also shows on ``S``). ``O(|Sigma|^2)``.
     """
     cs = _check_sigma(sigma_set)
     for c in cs:
