@@ -55,7 +55,7 @@ from .costs import check_distance
 from .hide import convex_allocate
 from .result import VisitResult
 
-__all__ = ["resemble", "avoid", "lagrangian_bound", "DISTANCE_MAX"]
+__all__ = ["resemble", "avoid", "lagrangian_bound", "convex_table_alloc", "DISTANCE_MAX"]
 
 #: the largest value each normalized distance can take (used to reject a threshold c that no
 #: histogram can reach); ``kl`` is unbounded.
@@ -97,26 +97,45 @@ class _Problem:
         return float(self.phi[self._ar, x].sum())
 
     def min_quality_alloc(self):
-        G = self.G
+        return convex_table_alloc(self.G, self.S)
 
-        def marg(b, k):
-            with np.errstate(invalid="ignore"):
-                d = G[b, k + 1] - G[b, k]
-            return np.where(np.isnan(d) | np.isinf(G[b, k + 1]), np.inf, d)
 
-        return convex_allocate(marg, self.n, self.S)
+def convex_table_alloc(C: np.ndarray, S: int) -> np.ndarray:
+    """Exact ``argmin sum_i C[i, x_i]`` with ``sum x = S`` for rows convex where finite.
+
+    A row may start with infinite entries (``KL(H || H')`` is infinite when a
+    visited bin gets 0): each bin first receives the smallest count at which
+    its cost is finite, then the remaining units go by the convex greedy on
+    the shifted rows. Raises :class:`InfeasibleError` when no allocation has a
+    finite cost.
+    """
+    n, R1 = C.shape
+    fin = np.isfinite(C)
+    if not fin.any(axis=1).all():
+        i = int(np.flatnonzero(~fin.any(axis=1))[0])
+        raise InfeasibleError(f"bin {i} has an infinite cost for every count: no histogram of "
+                              f"size {S} has a finite cost")
+    lo = fin.argmax(axis=1).astype(np.int64)
+    need = int(S) - int(lo.sum())
+    if need < 0:
+        raise InfeasibleError(f"{int(lo.sum())} visits are needed just to make every bin's cost "
+                              f"finite, more than the size {S}")
+
+    def marg(b, k):
+        kk = lo[b] + k
+        nxt = np.minimum(kk + 1, R1 - 1)
+        with np.errstate(invalid="ignore"):
+            d = C[b, nxt] - C[b, np.minimum(kk, R1 - 1)]
+        return np.where((kk + 1 >= R1) | np.isnan(d) | np.isinf(C[b, nxt]), np.inf, d)
+
+    return lo + convex_allocate(marg, n, need)
 
 
 def _inner(prob: _Problem, lam: float, convex: bool) -> np.ndarray:
     C = prob.phi + lam * prob.G if lam > 0 else prob.phi.copy()
     C = np.where(np.isnan(C), np.inf, C)
     if convex:
-        def marg(b, k):
-            with np.errstate(invalid="ignore"):
-                d = C[b, k + 1] - C[b, k]
-            return np.where(np.isnan(d) | np.isinf(C[b, k + 1]), np.inf, d)
-
-        return convex_allocate(marg, prob.n, prob.S)
+        return convex_table_alloc(C, prob.S)
     layers, arg = minplus_chain(C)
     if not np.isfinite(layers[-1][prob.S]):
         raise InfeasibleError("every histogram of the required size has infinite cost")
@@ -194,9 +213,53 @@ def lagrangian_bound(prob: _Problem, *, iters: int = 30, convex: bool = True,
     return bound, best_x, best_v, best_lam
 
 
+def _leave_infinite_bins(prob: _Problem, x: np.ndarray) -> np.ndarray:
+    """Move visits out of bins whose privacy term is infinite (RH with ``kl``).
+
+    ``KL(H' || H'')`` is infinite while a bin the target leaves empty holds a
+    visit, and no single move changes that sum (inf - inf), so the move loop
+    would stop at once. The objective is lexicographic: first the number of
+    visits in infinite bins, then the finite sum. Each step moves one visit
+    from an infinite bin to a finite-cost bin, keeping the quality bound, the
+    cheapest in quality first (ties: the smaller privacy increase, then the
+    first bins); it stops when no infinite bin is left or no move is allowed.
+    """
+    x = x.copy()
+    ar = prob._ar
+    G, phi, S = prob.G, prob.phi, prob.S
+    diag = np.eye(prob.n, dtype=bool)
+    for _ in range(int(S) + 1):
+        bad = np.isinf(phi[ar, x]) & (x > 0)
+        if not bad.any():
+            break
+        xm = np.maximum(x - 1, 0)
+        xp = np.minimum(x + 1, S)
+        with np.errstate(invalid="ignore"):
+            rq = np.where(bad, G[ar, xm] - G[ar, x], np.inf)
+            aq = np.where(x < S, G[ar, xp] - G[ar, x], np.inf)
+            af = np.where(x < S, phi[ar, xp] - phi[ar, x], np.inf)
+        rq = np.where(np.isnan(rq) | np.isinf(G[ar, xm]), np.inf, rq)
+        aq = np.where(np.isnan(aq) | np.isinf(G[ar, xp]), np.inf, aq)
+        af = np.where(np.isnan(af) | np.isinf(phi[ar, xp]), np.inf, af)
+        dq = rq[:, None] + aq[None, :]
+        ok = (prob.quality(x) + dq <= prob.eps_tol) & ~diag & np.isfinite(dq) \
+            & np.isfinite(af)[None, :]
+        if not ok.any():
+            break
+        key_q = np.where(ok, dq, np.inf).ravel()
+        key_f = np.broadcast_to(af[None, :], dq.shape).ravel()
+        j = int(np.lexsort((np.arange(key_q.size), key_f, key_q))[0])
+        a, b = divmod(j, prob.n)
+        x[a] -= 1
+        x[b] += 1
+    return x
+
+
 def _heuristic(prob: _Problem, x0: np.ndarray, restrict: bool,
                rule: str = "ratio", backend: str = "auto") -> np.ndarray:
     max_iter = 4 * prob.S * max(prob.n, 1) + 10
+    if prob.sign > 0 and np.isinf(prob.phi[prob._ar, x0]).any():
+        x0 = _leave_infinite_bins(prob, x0)
     if backend != "numpy":
         x = greedy_moves(prob.G, prob.phi, x0, prob.S, prob.t, prob.sign, restrict,
                          prob.eps_tol, rule == "ratio", _TOL, max_iter)
@@ -414,8 +477,11 @@ def _solve(problem: str, histogram, target, *, quality_bound, privacy_threshold,
         # the TA dual needs a min-plus DP; use the bound that ignores the size and quality
         # constraints: sum_i max_x d_p-term_i(x) (valid, weaker)
         bound, lag_x, lag_v, lam = float(np.nanmin(prob.phi, axis=1).sum()), None, math.inf, 0.0
+        # no histogram is farther than the distance's largest value (ln 2 for js)
+        bound = max(bound, -DISTANCE_MAX[pd])
         notes.append(f"instance too large for the Lagrangian DP (n*S^2 > {DP_WORK_LIMIT:.0e}): "
-                     "the upper bound ignores the size and quality constraints")
+                     "the upper bound ignores the size and quality constraints (clipped to the "
+                     f"largest possible {pd} distance)")
     else:
         bound, lag_x, lag_v, lam = lagrangian_bound(prob, convex=(sign > 0))
     tc = time.perf_counter()
@@ -457,6 +523,8 @@ def _solve(problem: str, histogram, target, *, quality_bound, privacy_threshold,
         bound = value_obj
     else:
         bnd = sign * bound
+        # a distance lies in [0, DISTANCE_MAX]: a bound outside that range is clipped to it
+        bnd = max(bnd, 0.0) if sign > 0 else min(bnd, DISTANCE_MAX[pd])
         gap = max(0.0, sign * (dp - bnd))
     if c is not None:
         fail = dp > c + _TOL if problem == "resemble" else dp < c - _TOL
