@@ -66,12 +66,13 @@ def main(argv=None) -> None:
                sum(sanitized) AS visits,
                sum(CASE WHEN list_contains(?::VARCHAR[], category) THEN sanitized ELSE 0
                    END) AS sensitive_left,
-               avg(quality_loss) AS mean_loss,
-               count(DISTINCT user) FILTER (WHERE status <> 'ok') AS infeasible
+               count(*) / count(DISTINCT user) AS rows_per_user
         FROM read_parquet('{parts}')""", [sensitive]).fetchone()
     con.close()
+    # the published parts hold user, category, sanitized only (every category of the domain for
+    # every published user); users whose visits are all sensitive are left out of them
     print(f"output: {q[0]} users, {int(q[1]):,} visits, sensitive visits left {int(q[2])}, "
-          f"mean JS quality loss {q[3]:.4f}, infeasible users {q[4]}")
+          f"{int(q[3])} rows per user (the whole domain), users left out {args.users - q[0]}")
     print(f"files: {', '.join(sorted(p.name for p in (tmp / 'out').iterdir()))[:200]}")
     if args.keep:
         print(f"kept {tmp}")

@@ -224,43 +224,6 @@ def test_dask_engine_matches_local(tmp_path):
     assert _rows(tmp_path / "local") == _rows(tmp_path / "dask")
 
 
-def test_visits_hide_task_matches_per_user_hide(tmp_path):
-    from veil.visits.hide import hide
-
-    g = np.random.default_rng(3)
-    cats = ["a", "b", "c", "d", "e"]
-    n = 4000
-    users = g.integers(0, 300, n)
-    cat = g.choice(cats, n, p=[0.4, 0.3, 0.15, 0.1, 0.05])
-    pq.write_table(pa.table({"user": users, "category": cat}), tmp_path / "c.parquet")
-    run_job(Job(tmp_path / "c.parquet", tmp_path / "o", "visits-hide",
-                params={"categories": cats, "sensitive": ["d", "e"]}, buckets=5,
-                progress=False))
-    rows = duckdb.sql(f"SELECT user, category, sanitized, quality_loss, status FROM "
-                      f"read_parquet('{tmp_path}/o/part-*.parquet')").fetchall()
-    got: dict = {}
-    for u, c, s, q, st in rows:
-        got.setdefault(u, {"q": q, "st": st, "h": np.zeros(5, dtype=int)})
-        if c is not None:
-            got[u]["h"][cats.index(c)] = s
-    for u in np.unique(users):
-        h = np.array([np.sum((users == u) & (cat == c)) for c in cats])
-        if h[:3].sum() == 0:
-            assert got[u]["st"] == "infeasible"
-            continue
-        want = hide(h, sensitive=[3, 4])
-        assert got[u]["st"] == "ok"
-        assert np.array_equal(got[u]["h"], want.histogram), u
-        assert got[u]["q"] == pytest.approx(want.quality_loss)
-    with pytest.raises(ParameterError, match="did you mean 'Hospital'"):
-        run_job(Job(tmp_path / "c.parquet", tmp_path / "o2", "visits-hide",
-                    params={"categories": cats + ["Hospital"], "sensitive": ["Hospitl"]},
-                    progress=False))
-    with pytest.raises(DataError, match="not in the job's category domain"):
-        run_job(Job(tmp_path / "c.parquet", tmp_path / "o3", "visits-hide",
-                    params={"categories": cats[:4], "sensitive": ["d"]}, progress=False))
-
-
 def test_dask_survives_a_worker_killed_mid_job(tmp_path):
     import threading
 

@@ -46,7 +46,7 @@ def test_driver_equals_per_user_calls_and_records_infeasible(checkins):
     only_sens = sum(uh.dense(u)[np.setdiff1d(np.arange(5), sens)].sum() == 0
                     for u in range(uh.n_users))
     assert only_sens >= 1
-    assert st == {"ok": 41 - only_sens, "infeasible": only_sens}
+    assert st == {"ok": 41 - only_sens, "dropped": only_sens}
     assert "only_sensitive" not in set(br.table["user"])  # never published raw
     for u in range(uh.n_users):
         if br.summary["status"][u] != "ok":
@@ -67,7 +67,7 @@ def test_vectorized_buckets_equal_per_user_path(checkins, distance):
     sens = np.array([uh.categories.index("Church")])
     a = sanitize_users(uh, problem="hide", sensitive=sens, distance=distance, bucket=7)
     b = sanitize_users(uh, problem="hide", sensitive=sens, distance=distance, vectorized=False)
-    for k in ("user", "category", "original", "sanitized"):
+    for k in ("user", "category", "sanitized"):
         assert a.table[k].tolist() == b.table[k].tolist(), k
     assert a.summary["status"].tolist() == b.summary["status"].tolist()
     ok = a.summary["status"] == "ok"
@@ -161,7 +161,8 @@ def test_hide_many_statuses():
     assert "every visited place" in st[1] and out[1].sum() == 0 and np.isnan(q[1])
     assert "empty" in st[2]
     assert st[3] == "" and out[3].sum() == 3 and out[3][1] == 0
-    _, _, st_kl = hide_many(H, sensitive=[1], distance="kl")
-    assert "kl" in st_kl[3] and st_kl[0] == ""  # no sensitive visit: kl is finite
+    # kl is refused for everyone: accepting it only without sensitive visits would reveal them
+    with pytest.raises(ParameterError, match="kl"):
+        hide_many(H, sensitive=[1], distance="kl")
     with pytest.raises(ParameterError, match="non-negative integer"):
         hide_many([[1, -1]], sensitive=[0])

@@ -35,50 +35,60 @@ def test_hide_one_histogram_with_taxonomy(files, capsys):
     assert code == 0, err
     res = json.loads(out.read_text())
     assert res["histogram"]["Church"] == 0 and res["histogram"]["Hospital"] == 0
-    assert res["size"] == 11 and res["exact"]
+    assert sum(res["histogram"].values()) == 11
+    # the domain is the whole taxonomy (public), not the input's keys
+    from veil.visits import foursquare_taxonomy
+
+    assert list(res["histogram"]) == foursquare_taxonomy().names
+    assert set(res) == {"histogram"}
 
 
 def test_resemble_and_avoid_one_histogram(files, capsys):
     for cmd in ("resemble", "avoid"):
         out = files / f"{cmd}.csv"
-        code, _, err = run(["visits", cmd, str(files / "h.json"), "--target",
-                            str(files / "t.csv"), "--quality-bound", "0.1", "-o", str(out)],
-                           capsys)
-        assert code == 0, err
-        # the published file carries no original counts unless asked for
-        assert out.read_text().splitlines()[0] == 'category,sanitized'
+        rep = files / f"{cmd}.report.json"
         code, _, err = run(["visits", cmd, str(files / "h.json"), "--target",
                             str(files / "t.csv"), "--quality-bound", "0.1", "-o", str(out),
-                            "--include-original"], capsys)
+                            "--categories", "Bar,Church,Park,Hospital,Office", "--report", str(rep)], capsys)
         assert code == 0, err
-        assert out.read_text().splitlines()[0] == 'category,original,sanitized'
+        # the published file carries the sanitized counts only; the originals are private
+        lines = out.read_text().splitlines()
+        assert lines[0] == 'category,sanitized' and len(lines) == 6
+        assert json.loads(rep.read_text())["original"]["Church"] == 2
 
 
 def test_checkin_file_per_user(files, capsys):
     out = files / "users.csv"
+    rep = files / "users.report.csv"
     code, _, err = run(["visits", "hide", str(files / "c.csv"), "--sensitive", "Church,Hospital",
-                        "-o", str(out)], capsys)
+                        "--categories", "Bar,Church,Park,Hospital,Office", "-o", str(out), "--report", str(rep)], capsys)
     assert code == 0, err
-    assert "infeasible" in (files / "users.summary.csv").read_text()  # u3 only visited Church
+    assert "dropped" in rep.read_text()  # u3 only visited Church: listed privately
     assert "u3" not in out.read_text()
     assert "original" not in out.read_text().splitlines()[0]
 
 
 @pytest.mark.parametrize("args, match", [
     (["hide", "{h}", "--sensitive", "Medcal Center", "--taxonomy", "foursquare"], "did you mean"),
-    (["hide", "{h}", "--sensitive", "Chruch"], "did you mean 'Church'"),
-    (["hide", "{neg}", "--sensitive", "Bar"], "must be >= 0"),
-    (["hide", "{h}", "--sensitive", "Bar,Church,Park,Hospital"], "every visited place"),
-    (["resemble", "{h}", "--target", "{t}", "--quality-bound", "-1"], "quality_bound"),
-    (["avoid", "{h}", "--target", "{t}", "--quality-bound", "0.1", "--privacy-threshold", "5"],
-     "largest possible"),
-    (["resemble", "{h}", "--target", "{zoo}", "--quality-bound", "0.1"], "different domains"),
+    (["hide", "{h}", "--sensitive", "Chruch", "--categories", "{dom}"], "did you mean 'Church'"),
+    (["hide", "{neg}", "--sensitive", "Bar", "--categories", "Bar,Park"], "must be >= 0"),
+    (["hide", "{h}", "--sensitive", "Bar,Church,Park,Hospital", "--categories", "{dom}"],
+     "every visited place"),
+    (["resemble", "{h}", "--target", "{t}", "--quality-bound", "-1", "--categories", "{dom}"],
+     "quality_bound"),
+    (["avoid", "{h}", "--target", "{t}", "--quality-bound", "0.1", "--privacy-threshold", "5",
+      "--categories", "{dom}"], "largest possible"),
+    (["resemble", "{h}", "--target", "{zoo}", "--quality-bound", "0.1", "--categories",
+      "{dom}"], "not in the category domain"),
     (["resemble", "{h}", "--target", "{t}", "--quality-bound", "0.0001",
-      "--privacy-threshold", "0.0001"], "best possible"),
+      "--privacy-threshold", "0.0001", "--categories", "{dom}"], "best possible"),
     (["hide", "{h}", "--sensitive", "Bar", "--distance", "jsd"], "did you mean 'js'"),
+    (["hide", "{h}", "--sensitive", "Bar", "--distance", "kl", "--categories", "{dom}"],
+     "cannot be used to hide"),
     (["hide", "{missing}", "--sensitive", "Bar"], "not found"),
-    (["hide", "{coarse}", "--sensitive", "Medical Center", "--taxonomy", "foursquare"],
-     "coarser than the selection"),
+    (["hide", "{coarse}", "--sensitive", "Medical Center", "--taxonomy", "foursquare",
+      "--rollup-depth", "0"], "coarser than the selection"),
+    (["hide", "{h}", "--sensitive", "Church"], "domain must be public"),
 ])
 def test_bad_input_exit_2_no_output(files, capsys, args, match):
     (files / "neg.json").write_text(json.dumps({"Bar": -1, "Park": 3}))
@@ -86,7 +96,7 @@ def test_bad_input_exit_2_no_output(files, capsys, args, match):
     (files / "coarse.csv").write_text("user,category\nu1,Food\nu1,Professional & Other Places\n")
     sub = {"{h}": files / "h.json", "{t}": files / "t.csv", "{neg}": files / "neg.json",
            "{zoo}": files / "zoo.csv", "{missing}": files / "missing.json",
-           "{coarse}": files / "coarse.csv"}
+           "{coarse}": files / "coarse.csv", "{dom}": "Bar,Church,Park,Hospital,Office"}
     out = files / "out.json"
     argv = ["visits"] + [str(sub.get(a, a)) for a in args] + ["-o", str(out)]
     code, stdout, err = run(argv, capsys)
@@ -100,10 +110,10 @@ def test_single_csv_histogram_and_indices(files, capsys):
     (files / "h.csv").write_text("category,count\nBar,5\nChurch,2\nPark,3\n")
     out = files / "o.json"
     code, _, err = run(["visits", "hide", str(files / "h.csv"), "-s", "Church", "--r", "4",
-                        "-o", str(out)], capsys)
+                        "--categories", "Bar,Church,Park", "-o", str(out)], capsys)
     assert code == 0, err
     res = json.loads(out.read_text())
-    assert res["histogram"]["Church"] == 0 and res["size"] == 12
+    assert res["histogram"]["Church"] == 0 and sum(res["histogram"].values()) == 12
     (files / "l.json").write_text("[4, 0, 3, 1]")
     code, stdout, err = run(["visits", "hide", str(files / "l.json"), "-s", "3"], capsys)
     assert code == 0, err
@@ -113,5 +123,5 @@ def test_single_csv_histogram_and_indices(files, capsys):
 def test_checkin_only_options_rejected(files, capsys):
     out = files / "u.csv"
     code, _, err = run(["visits", "hide", str(files / "c.csv"), "-s", "Church", "--r", "2",
-                        "-o", str(out)], capsys)
+                        "--categories", "Bar,Church,Park,Hospital,Office", "-o", str(out)], capsys)
     assert code == 2 and "--r" in err and not out.exists()

@@ -94,34 +94,73 @@ def visits(
                                        "below them."),
     taxonomy: Optional[str] = typer.Option(None, "--taxonomy",
                                            help="'foursquare' or a JSON/CSV category tree."),
-    distance: str = typer.Option("js", "--distance", help="Quality distance: js, kl, l1, l2, "
+    allow_unmatched: bool = typer.Option(False, "--allow-unmatched",
+                                         help="Ignore --sensitive names that match no category "
+                                              "of the domain (default: an error)."),
+    report: Optional[Path] = typer.Option(None, "--report",
+                                          help="PRIVATE per-user report (size, sensitive "
+                                               "visits, quality loss, status; the users left "
+                                               "out) as a second job into this folder. Never "
+                                               "publish it; not written unless asked for."),
+    distance: str = typer.Option("js", "--distance", help="Quality distance: js, l1, l2, "
                                                           "chi2, hellinger."),
     forbid_unvisited: bool = typer.Option(False, "--forbid-unvisited",
                                           help="Never add visits to unvisited places."),
+    resample_size: Optional[int] = typer.Option(
+        None, "--resample-size", help="Mitigation: resample every user's sanitized histogram "
+                                      "to this public size (randomized)."),
+    resample_mix: float = typer.Option(0.0, "--resample-mix",
+                                       help="Mitigation: share of the mass moved to the uniform "
+                                            "profile before resampling."),
     category_column: str = typer.Option("category", "--category-column"),
     user_column: str = USER, engine: str = ENGINE, workers: int = WORKERS, resume: bool = RESUME,
     scheduler: Optional[str] = SCHEDULER, buckets: Optional[int] = BUCKETS,
-    quiet: bool = QUIET,
+    seed: Optional[int] = SEED, quiet: bool = QUIET,
 ) -> None:
-    """Sensitive location hiding for every user (exact SLH; deterministic, spends no budget)."""
+    """Sensitive location hiding for every user (exact SLH; spends no budget).
+
+    The output folder holds the published parts (user, category, sanitized: every category of
+    the domain for every published user) and the engine's manifest; users whose visits are all
+    sensitive are left out and listed only in the private --report.
+    """
+    from ..errors import ParameterError
+
     cats = _names(categories, "--categories")
     sens = _names(sensitive, "--sensitive")
     if taxonomy:
         from ..visits.taxonomy import Taxonomy, foursquare_taxonomy
 
         tree = foursquare_taxonomy() if taxonomy == "foursquare" else Taxonomy.load(taxonomy)
-        mask = tree.sensitive_mask(cats, sens)
-        sens = [c for c, m in zip(cats, mask) if m]
+        known = [s for s in sens if s in tree]
+        if len(known) < len(sens) and not allow_unmatched:
+            tree.resolve(next(s for s in sens if s not in tree))  # did-you-mean error
+        picked = []
+        for s in known:
+            hit = [c for c, m in zip(cats, tree.sensitive_mask(cats, [s])) if m]
+            if not hit and not allow_unmatched:
+                raise ParameterError(f"--sensitive {s!r} selects no category of the "
+                                     "--categories domain (or pass --allow-unmatched)")
+            picked += hit
+        sens = sorted(set(picked))
         if not sens:
-            from ..errors import ParameterError
-
             raise ParameterError("--sensitive selects no category of the --categories domain")
-    _run("visits-hide", input, output,
-         {"categories": cats, "sensitive": sens, "distance": distance,
-          "forbid_unvisited": forbid_unvisited},
-         user_column=user_column, columns={"category": category_column}, engine=engine,
-         workers=workers, resume=resume, scheduler=scheduler, spend_again=False,
-         buckets=buckets, ledger=None, seed=None, quiet=quiet)
+    if seed is not None and resample_size is None:
+        raise ParameterError("--seed only fixes the randomness of --resample-size")
+    params = {"categories": cats, "sensitive": sens, "distance": distance,
+              "forbid_unvisited": forbid_unvisited}
+    if allow_unmatched:
+        params["allow_unmatched"] = True
+    if resample_size is not None:
+        params.update(resample_size=resample_size, resample_mix=resample_mix)
+    if report is not None and Path(report).resolve() == Path(output).resolve():
+        raise ParameterError("--report must be another folder than --output")
+    common = dict(user_column=user_column, columns={"category": category_column},
+                  engine=engine, workers=workers, resume=resume, scheduler=scheduler,
+                  spend_again=False, buckets=buckets, ledger=None, quiet=quiet)
+    _run("visits-hide", input, output, params, seed=seed, **common)
+    if report is not None:
+        det = {k: v for k, v in params.items() if k not in ("resample_size", "resample_mix")}
+        _run("visits-hide-report", input, report, det, seed=None, **common)
 
 
 @app.command("trajectories")

@@ -53,6 +53,7 @@ _TASKS: dict[str, Task] = {}
 # Tasks provided by capability modules, imported on first use.
 _LAZY = {
     "visits-hide": "veil.engine.tasks",
+    "visits-hide-report": "veil.engine.tasks",
     "trajectories": "veil.engine.tasks",
     "count-noise": "veil.engine.tasks",
 }

@@ -54,7 +54,7 @@ register_task(Task(
 
 # --------------------------------------------------------------------------- visits-hide
 def _validate_visits_hide(p: dict[str, Any]) -> dict[str, Any]:
-    from ..visits.costs import check_distance
+    from ..visits.hide import check_hide_distance
 
     cats = p.get("categories")
     if not cats or not all(isinstance(c, str) for c in cats) or len(set(cats)) != len(cats):
@@ -63,30 +63,38 @@ def _validate_visits_hide(p: dict[str, Any]) -> dict[str, Any]:
     sens = p.get("sensitive")
     if not sens:
         raise ParameterError("sensitive must name at least one category to hide")
+    allow = bool(p.get("allow_unmatched", False))
     unknown = [s for s in sens if s not in set(cats)]
-    if unknown:
+    if unknown and not allow:
         import difflib
 
         hint = difflib.get_close_matches(unknown[0], cats, n=1)
         extra = f"; did you mean {hint[0]!r}?" if hint else ""
-        raise ParameterError(f"sensitive category {unknown[0]!r} is not in the domain{extra}")
-    if len(set(sens)) == len(cats):
+        raise ParameterError(f"sensitive category {unknown[0]!r} is not in the domain{extra} "
+                             "(or set allow_unmatched)")
+    sens = sorted(set(sens) - set(unknown))
+    if len(sens) == len(cats):
         raise ParameterError("every category is sensitive: there is nowhere to move visits to")
-    return {"categories": list(cats), "sensitive": sorted(set(sens)),
-            "distance": check_distance(p.get("distance", "js"), "distance"),
-            "forbid_unvisited": bool(p.get("forbid_unvisited", False))}
+    out = {"categories": list(cats), "sensitive": sens,
+           "distance": check_hide_distance(p.get("distance", "js")),
+           "forbid_unvisited": bool(p.get("forbid_unvisited", False))}
+    if allow:
+        out["allow_unmatched"] = True
+    if p.get("resample_size") is not None or p.get("resample_mix"):
+        from ..visits.hide import check_mitigation
+        from ..visits.mitigation import Resample
+
+        if p.get("resample_size") is None:
+            raise ParameterError("resample_mix needs resample_size")
+        m = check_mitigation(Resample(size=p["resample_size"], mix=p.get("resample_mix", 0.0)),
+                             out["forbid_unvisited"])
+        out.update(resample_size=m.size, resample_mix=m.mix)
+    return out
 
 
-def _visits_hide_bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
-                        rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """SLH for every user of a bucket (deterministic: no budget is spent).
-
-    Builds each user's histogram over the public category domain, hides the
-    sensitive categories with :func:`veil.visits.hide.hide_many` (exact), and
-    returns the sanitized non-zero counts with each user's quality loss. The
-    original counts are not written: the output is what may be published.
-    Users whose visits are all sensitive get status ``infeasible`` and no counts.
-    """
+def _visits_hide_solve(arrays: dict[str, np.ndarray], params: dict[str, Any],
+                       rng: np.random.Generator):
+    """Dense histograms of a bucket over the public domain, and their SLH answers."""
     from ..errors import DataError
     from ..visits.hide import hide_many
 
@@ -98,11 +106,15 @@ def _visits_hide_bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
         bad = str(dictionary[int(np.flatnonzero(to_dom < 0)[0])])
         raise DataError(f"category {bad!r} is not in the job's category domain",
                         column="category")
+    mitigation = None
+    if params.get("resample_size") is not None:
+        from ..visits.mitigation import Resample
+
+        mitigation = Resample(size=params["resample_size"], mix=params.get("resample_mix", 0.0))
     cidx = to_dom[arrays["category"]]
     uidx = arrays["user"]
     n_users, k = int(uidx[-1]) + 1, len(cats)
     sens = np.array([index[s] for s in params["sensitive"]], dtype=np.int64)
-    out_u, out_c, out_n, q_all, st_all = [], [], [], [], []
     step = max(1, 2_000_000 // k)  # users per dense block: bounded memory
     for lo in range(0, n_users, step):
         hi = min(n_users, lo + step)
@@ -110,33 +122,66 @@ def _visits_hide_bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
         H = np.bincount((uidx[sel] - lo) * k + cidx[sel], minlength=(hi - lo) * k)
         H = H.reshape(hi - lo, k)
         out, q, st = hide_many(H, sensitive=sens, distance=params["distance"],
-                               forbid_unvisited=params["forbid_unvisited"])
-        ok = np.array([s == "" for s in st])
-        r, c = np.nonzero((out > 0) & ok[:, None])
-        out_u.append(r + lo)
-        out_c.append(c)
-        out_n.append(out[r, c])
-        q_all.append(q)
-        st_all.append(np.where(ok, "ok", "infeasible"))
+                               forbid_unvisited=params["forbid_unvisited"],
+                               mitigation=mitigation, rng=rng)
+        yield lo, H, out, q, np.array([x == "" for x in st], dtype=bool), st, sens
+
+
+def _visits_hide_bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
+                        rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """SLH for every user of a bucket: the PUBLISHED columns only.
+
+    Builds each user's histogram over the public category domain, hides the
+    sensitive categories with :func:`veil.visits.hide.hide_many` (exact; with
+    ``resample_size``, the randomized mitigation of :mod:`veil.visits.mitigation`)
+    and returns ``user, category, sanitized`` with **every** category of the
+    domain for every published user, so the part files depend on the input only
+    through the sanitized counts. Users whose visits are all sensitive are left
+    out (uniform policy); the ``visits-hide-report`` task lists them, privately.
+    """
+    cat_names = np.asarray(params["categories"], dtype=object)
+    k = cat_names.size
+    out_u, out_n = [], []
+    for lo, _, out, _, ok, _, _ in _visits_hide_solve(arrays, params, rng):
+        rows = np.flatnonzero(ok)
+        out_u.append(np.repeat(rows + lo, k))
+        out_n.append(out[rows].reshape(-1))
     users = np.concatenate(out_u)
-    quality = np.concatenate(q_all)
-    status = np.concatenate(st_all)
-    # infeasible users get one row with no category so they are visible in the output
-    bad = np.flatnonzero(status != "ok")
-    users_all = np.concatenate([users, bad])
-    cat_names = np.asarray(cats, dtype=object)
-    category = np.concatenate([cat_names[np.concatenate(out_c)], np.full(bad.size, None)])
-    count = np.concatenate([np.concatenate(out_n), np.zeros(bad.size, dtype=np.int64)])
-    order = np.argsort(users_all, kind="stable")
-    users_all = users_all[order]
-    return {"user": users_all, "category": category[order], "sanitized": count[order],
-            "quality_loss": quality[users_all], "status": status[users_all]}
+    return {"user": users, "category": np.tile(cat_names, users.size // k).astype(str),
+            "sanitized": np.concatenate(out_n).astype(np.int64)}
+
+
+def _visits_hide_report_bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
+                               rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """The custodian's PRIVATE per-user report of ``visits-hide`` (never publish it).
+
+    One row per user: ``size``, ``sensitive_visits``, ``quality_loss`` (of the
+    deterministic SLH answer) and ``status`` (``ok`` or ``dropped``, with the
+    reason in ``message``).
+    """
+    det = {k: v for k, v in params.items() if k not in ("resample_size", "resample_mix")}
+    cols: dict[str, list] = {k: [] for k in ("user", "size", "sensitive_visits", "quality_loss",
+                                             "status", "message")}
+    for lo, H, _, q, ok, st, sens in _visits_hide_solve(arrays, det, rng):
+        cols["user"].append(np.arange(lo, lo + H.shape[0]))
+        cols["size"].append(H.sum(axis=1))
+        cols["sensitive_visits"].append(H[:, sens].sum(axis=1))
+        cols["quality_loss"].append(q)
+        cols["status"].append(np.where(ok, "ok", "dropped"))
+        cols["message"].append(np.asarray(st, dtype=str))
+    return {k: np.concatenate(v) for k, v in cols.items()}
 
 
 register_task(Task(
     name="visits-hide", columns=("category",), per_bucket=_visits_hide_bucket,
     epsilon=lambda p: 0.0, validate=_validate_visits_hide,
-    description="sensitive location hiding (SLH) of every user's visit histogram"))
+    description="sensitive location hiding (SLH) of every user's visit histogram (published "
+                "columns only)"))
+
+register_task(Task(
+    name="visits-hide-report", columns=("category",), per_bucket=_visits_hide_report_bucket,
+    epsilon=lambda p: 0.0, validate=_validate_visits_hide,
+    description="PRIVATE per-user report of visits-hide (sizes, sensitive visits, status)"))
 
 
 # --------------------------------------------------------------------------- trajectories

@@ -207,7 +207,16 @@ def sanitize_one(counts: np.ndarray, *, problem: str, sensitive: np.ndarray | No
 
 @dataclass
 class BatchResult:
-    """Output table (long form) and per-user summary, as column dictionaries."""
+    """The published table and the custodian's private per-user report, as column dicts.
+
+    ``table`` (publishable): columns ``user, category, sanitized`` with one row
+    per category of the domain for every published user, in domain order, so its
+    shape never depends on which bins were zeroed. Users who cannot be sanitized
+    are left out of it (the uniform policy) and appear only in ``summary``.
+
+    ``summary`` (PRIVATE: it holds each user's size, number of sensitive visits,
+    quality loss and status): never publish it.
+    """
 
     table: dict[str, np.ndarray]
     summary: dict[str, np.ndarray]
@@ -219,15 +228,31 @@ class BatchResult:
         return {str(v): int(c) for v, c in zip(vals, cnt)}
 
 
+_SUMMARY = ("user", "size", "sanitized_size", "sensitive_visits", "quality_loss",
+            "privacy_distance", "algorithm", "exact", "gap", "status", "message")
+
+
+def _full_domain_table(users: np.ndarray, cats: np.ndarray, rows: np.ndarray,
+                       out: np.ndarray) -> dict[str, np.ndarray]:
+    """Long table over the whole domain for the users ``rows`` (sanitized ``out[rows]``)."""
+    nc = cats.size
+    return {"user": np.repeat(users[rows], nc).astype(str),
+            "category": np.tile(cats, rows.size).astype(str),
+            "sanitized": out[rows].reshape(-1).astype(np.int64)}
+
+
 def _hide_buckets(hists: UserHistograms, sensitive, bucket: int, distance: str = "js",
-                  forbid_unvisited: bool = False, **_: Any) -> BatchResult:
+                  forbid_unvisited: bool = False, mitigation=None, rng=None,
+                  **_: Any) -> BatchResult:
+    from ..random import make_rng
     from .hide import hide_many
 
     t0 = time.perf_counter()
+    rng = make_rng(rng) if mitigation is not None else None
     nu, nc = hists.n_users, len(hists.categories)
     cats = np.asarray(hists.categories, dtype=object)
     urow = np.repeat(np.arange(nu), np.diff(hists.offsets))
-    tab_u, tab_c, tab_o, tab_s = [], [], [], []
+    parts = []
     sm = {k: [] for k in ("size", "sanitized_size", "sensitive_visits", "quality_loss", "status",
                           "message")}
     for s0 in range(0, nu, bucket):
@@ -236,76 +261,110 @@ def _hide_buckets(hists: UserHistograms, sensitive, bucket: int, distance: str =
         H = np.zeros((s1 - s0, nc), dtype=np.int64)
         H[urow[a:b] - s0, hists.cat[a:b]] = hists.count[a:b]
         out, q, st = hide_many(H, sensitive=sensitive, distance=distance,
-                               forbid_unvisited=forbid_unvisited)
+                               forbid_unvisited=forbid_unvisited, mitigation=mitigation, rng=rng)
         ok = st == ""
-        r, c = np.nonzero(((H > 0) | (out > 0)) & ok[:, None])
-        tab_u.append(r + s0)
-        tab_c.append(c)
-        tab_o.append(H[r, c])
-        tab_s.append(out[r, c])
+        parts.append(_full_domain_table(hists.users[s0:s1], cats, np.flatnonzero(ok), out))
         sm["size"].append(H.sum(axis=1))
         sm["sanitized_size"].append(np.where(ok, out.sum(axis=1), 0))
         sm["sensitive_visits"].append(H[:, sensitive].sum(axis=1))
         sm["quality_loss"].append(q)
-        sm["status"].append(np.where(ok, "ok", "infeasible"))
+        sm["status"].append(np.where(ok, "ok", "dropped"))
         sm["message"].append(st)
-    uid = np.concatenate(tab_u)
-    table = {"user": hists.users[uid].astype(str),
-             "category": cats[np.concatenate(tab_c)].astype(str),
-             "original": np.concatenate(tab_o), "sanitized": np.concatenate(tab_s)}
+    table = {k: np.concatenate([p[k] for p in parts]) if parts else np.zeros(0, dtype=str)
+             for k in ("user", "category", "sanitized")}
+    if not parts:
+        table["sanitized"] = np.zeros(0, dtype=np.int64)
     summary = {"user": hists.users.astype(str)}
     for k, v in sm.items():
-        summary[k] = np.concatenate(v)
+        summary[k] = np.concatenate(v) if v else np.zeros(0)
     summary["privacy_distance"] = np.full(nu, np.nan)
     summary["algorithm"] = np.where(summary["status"] == "ok", "convex-greedy", "")
     summary["exact"] = summary["status"] == "ok"
     summary["gap"] = np.where(summary["exact"], 0.0, np.nan)
     summary["message"] = summary["message"].astype(str)
-    order = ["user", "size", "sanitized_size", "sensitive_visits", "quality_loss",
-             "privacy_distance", "algorithm", "exact", "gap", "status", "message"]
-    return BatchResult(table=table, summary={k: summary[k] for k in order},
+    return BatchResult(table=table, summary={k: summary[k] for k in _SUMMARY},
                        runtime_s=time.perf_counter() - t0)
 
 
 def sanitize_users(hists: UserHistograms, *, problem: str, sensitive: np.ndarray | None = None,
-                   target: np.ndarray | None = None, progress=None, vectorized: bool = True,
+                   target: Any = None, progress=None, vectorized: bool = True,
                    bucket: int = 4096, **kw: Any) -> BatchResult:
-    """Sanitize every user; record infeasible users instead of failing.
+    """Sanitize every user; users who cannot be sanitized are dropped, never failed.
 
     ``hide`` with ``method`` ``auto``/``convex`` runs vectorized over buckets of
     ``bucket`` users (:func:`veil.visits.hide.hide_many`, same answers as
     :func:`sanitize_one`); everything else calls :func:`sanitize_one` per user
     (``vectorized=False`` forces that path).
 
-    A user whose histogram cannot be sanitized (every visit sensitive, no
-    histogram within the quality bound reaches the threshold ...) gets status
-    ``infeasible`` in the summary and **no rows** in the output table: the
-    original histogram is never published in its place.
+    Parameters
+    ----------
+    hists : UserHistograms
+        Per-user histograms over the (public) domain ``hists.categories``.
+    problem : {"hide", "resemble", "avoid"}
+    sensitive : indices of the sensitive categories (hide)
+    target : array of shape (bins,), array of shape (users, bins), or "self"
+        The target of resemble/avoid: one profile for everyone, one per user
+        (rows in the order of ``hists.users``), or each user's own histogram.
+    **kw
+        Passed to :func:`sanitize_one` (``distance``, ``quality_bound``,
+        ``mitigation``, ``rng`` ...).
+
+    Returns
+    -------
+    BatchResult
+        ``table``: the publishable full-domain table; ``summary``: the PRIVATE
+        per-user report.
+
+    Notes
+    -----
+    Uniform policy: a user whose histogram cannot be sanitized (every visit
+    sensitive; resemble/avoid: no histogram within the quality bound meets the
+    threshold) gets status ``dropped`` in the private summary and **no rows**
+    in the published table, whatever the reason; the original histogram is never
+    published in its place.
     """
     check_choice(problem, "problem", ("hide", "resemble", "avoid"))
     if (vectorized and problem == "hide" and kw.get("method", "auto") in ("auto", "convex")
             and sensitive is not None):
         return _hide_buckets(hists, np.asarray(sensitive), bucket, **kw)
     t0 = time.perf_counter()
+    if problem == "hide" and kw.get("mitigation") is not None:
+        from ..random import make_rng
+
+        kw["rng"] = make_rng(kw.get("rng"))
     nu, nc = hists.n_users, len(hists.categories)
+    per_user = None
+    if isinstance(target, str):
+        if target != "self":
+            raise ParameterError(f"target must be an array or 'self', got {target!r}")
+    elif target is not None:
+        arr = np.asarray(target, dtype=np.float64)
+        if arr.ndim == 2:
+            if arr.shape != (nu, nc):
+                raise ParameterError(f"per-user targets must have shape ({nu}, {nc}), got "
+                                     f"{arr.shape}")
+            per_user = arr
     cats = np.asarray(hists.categories, dtype=object)
-    out_u, out_c, out_o, out_s = [], [], [], []
-    sm = {k: [] for k in ("user", "size", "sanitized_size", "sensitive_visits", "quality_loss",
-                          "privacy_distance", "algorithm", "exact", "gap", "status", "message")}
+    out = np.zeros((nu, nc), dtype=np.int64)
+    ok = np.zeros(nu, dtype=bool)
+    sm = {k: [] for k in _SUMMARY}
     for u in range(nu):
         h = hists.dense(u)
         sens_visits = int(h[sensitive].sum()) if sensitive is not None else 0
+        tu = h if isinstance(target, str) else (per_user[u] if per_user is not None else target)
         try:
-            res = sanitize_one(h, problem=problem, sensitive=sensitive, target=target, **kw)
+            res = sanitize_one(h, problem=problem, sensitive=sensitive, target=tu, **kw)
         except (InfeasibleError, InstanceTooLargeError) as exc:
             vals = (hists.users[u], int(h.sum()), 0, sens_visits, np.nan, np.nan, "", False,
-                    np.nan, "infeasible", " ".join(str(exc).split()))
+                    np.nan, "dropped", " ".join(str(exc).split()))
+        except ParameterError as exc:  # e.g. an all-zero per-user target: same policy
+            if per_user is None and not isinstance(target, str):
+                raise
+            vals = (hists.users[u], int(h.sum()), 0, sens_visits, np.nan, np.nan, "", False,
+                    np.nan, "dropped", " ".join(str(exc).split()))
         else:
-            nz = np.flatnonzero((h > 0) | (res.histogram > 0))
-            out_u.append(np.full(nz.size, u, dtype=np.int64))
-            out_c.append(nz)
-            out_o.append(h[nz])
-            out_s.append(res.histogram[nz])
+            out[u] = res.histogram
+            ok[u] = True
             vals = (hists.users[u], int(h.sum()), res.size, sens_visits, res.quality_loss,
                     np.nan if res.privacy_value is None else res.privacy_value, res.algorithm,
                     res.exact, res.gap, "ok", "; ".join(res.notes))
@@ -313,14 +372,9 @@ def sanitize_users(hists: UserHistograms, *, problem: str, sensitive: np.ndarray
             sm[k].append(v)
         if progress is not None:
             progress(u + 1, nu)
-    cat_idx = np.concatenate(out_c) if out_c else np.zeros(0, dtype=np.int64)
-    uid = np.concatenate(out_u) if out_u else np.zeros(0, dtype=np.int64)
-    table = {"user": hists.users[uid].astype(str), "category": cats[cat_idx].astype(str),
-             "original": np.concatenate(out_o) if out_o else np.zeros(0, dtype=np.int64),
-             "sanitized": np.concatenate(out_s) if out_s else np.zeros(0, dtype=np.int64)}
+    table = _full_domain_table(hists.users, cats, np.flatnonzero(ok), out)
     summary = {k: np.asarray(v) for k, v in sm.items()}
     summary["user"] = summary["user"].astype(str)
-    del nc
     return BatchResult(table=table, summary=summary, runtime_s=time.perf_counter() - t0)
 
 

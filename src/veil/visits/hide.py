@@ -37,7 +37,7 @@ from ._kernels import minplus_backtrack, minplus_chain
 from .costs import QualityCost, check_distance
 from .result import VisitResult
 
-__all__ = ["hide", "hide_many", "lho", "convex_allocate", "resolve_bins"]
+__all__ = ["hide", "hide_many", "lho", "convex_allocate", "resolve_bins", "check_hide_distance"]
 
 
 def resolve_bins(selection: Any, n: int, labels: Sequence[str] | None, name: str) -> np.ndarray:
@@ -205,7 +205,8 @@ def convex_allocate(marginal: Callable[[np.ndarray, np.ndarray], np.ndarray], m:
 
 def hide(histogram: Any, *, sensitive: Any, distance: str = "js", r: int | None = None,
          method: str = "auto", forbid_unvisited: bool = False,
-         labels: Sequence[str] | None = None) -> VisitResult:
+         labels: Sequence[str] | None = None, mitigation: Any = None,
+         rng: Any = None) -> VisitResult:
     """Sensitive location hiding: zero the sensitive bins and redistribute their visits.
 
     Solves SLH (``r`` = the sensitive total ``K``, size preserved) or SLH_r
@@ -219,9 +220,10 @@ def hide(histogram: Any, *, sensitive: Any, distance: str = "js", r: int | None 
     sensitive : indices, boolean mask, or bin names (with ``labels``)
         The sensitive locations.
     distance : str
-        Quality distance ``d_q``: js, kl, l1, l2, chi2, hellinger (kl is
-        rejected when a sensitive bin is visited: ``KL(H || H')`` is then infinite
-        for every candidate).
+        Quality distance ``d_q``: js, l1, l2, chi2, hellinger. ``kl`` is always
+        rejected: ``KL(H || H')`` is infinite whenever a sensitive place was
+        visited, so accepting it only for users without sensitive visits would
+        make the error itself reveal them.
     r : int, optional
         Visits to redistribute (SLH_r); default ``K``.
     method : {"auto", "lho", "convex"}
@@ -232,11 +234,20 @@ def hide(histogram: Any, *, sensitive: Any, distance: str = "js", r: int | None 
         Never add visits to a place the user never visited.
     labels : sequence of str, optional
         Bin names (needed when ``sensitive`` names bins).
+    mitigation : Resample, optional
+        Randomized post-processing applied to every user alike (see
+        :mod:`veil.visits.mitigation`): the LHO answer is resampled to a public
+        size. Default ``None``: the paper's deterministic SLH.
+    rng : numpy.random.Generator, optional
+        Randomness of the mitigation (default: OS entropy; a seeded generator
+        is for experiments only).
 
     Returns
     -------
     VisitResult
-        ``exact=True``, ``gap=0``.
+        ``exact=True``, ``gap=0`` (with a mitigation: ``exact`` refers to the
+        LHO step; ``histogram`` is the resampled release and ``quality_loss``
+        its distance to the input).
 
     Raises
     ------
@@ -259,8 +270,9 @@ def hide(histogram: Any, *, sensitive: Any, distance: str = "js", r: int | None 
         labels = tuple(str(x) for x in labels)
         if len(labels) != n:
             raise ParameterError(f"labels has {len(labels)} names for {n} bins")
-    distance = check_distance(distance, "distance")
+    distance = check_hide_distance(distance)
     check_choice(method, "method", ("auto", "lho", "convex"))
+    mitigation = check_mitigation(mitigation, forbid_unvisited)
     sens = resolve_bins(sensitive, n, labels, "sensitive")
     N = int(h.sum())
     if N == 0:
@@ -276,10 +288,6 @@ def hide(histogram: Any, *, sensitive: Any, distance: str = "js", r: int | None 
     if int(h[free].sum()) == 0:
         raise InfeasibleError("the sensitive set covers every visited place: nothing is left "
                               "to redistribute the visits into (remove some sensitive places)")
-    if distance == "kl" and K > 0:
-        raise ParameterError("distance 'kl' is infinite for every sanitized histogram when a "
-                             "sensitive place was visited (KL(H||H') with H'=0 where H>0); "
-                             "use js, chi2, hellinger, l1 or l2")
     size = N - K + r
     cost = QualityCost(h, free, size, distance, forbid_unvisited=forbid_unvisited,
                        l1_exact=True, max_units=r)
@@ -304,18 +312,53 @@ def hide(histogram: Any, *, sensitive: Any, distance: str = "js", r: int | None 
     out[free] = h[free] + add
     from ..distances import bin_terms
 
+    params = {"sensitive": [labels[i] for i in sens] if labels else sens.tolist(),
+              "K": K, "r": r, "forbid_unvisited": forbid_unvisited, "method": method}
+    if mitigation is not None:
+        from ..random import make_rng
+        from .mitigation import apply_resample
+
+        params["lho_histogram"] = out.tolist()
+        out = apply_resample(out[None, :], sens, mitigation, make_rng(rng))[0]
+        size = mitigation.size
+        params["mitigation"] = mitigation.to_dict()
     q = float(bin_terms(h / N, out / size, distance).sum())
     return VisitResult(
         histogram=out, original=h, problem="hide",
         algorithm="LHO" if method_used == "lho" else "convex-greedy", exact=True,
         quality_distance=distance, quality_loss=q, bound=q, gap=0.0, labels=labels,
-        parameters={"sensitive": [labels[i] for i in sens] if labels else sens.tolist(),
-                    "K": K, "r": r, "forbid_unvisited": forbid_unvisited, "method": method},
-        runtime_s=time.perf_counter() - t0, notes=tuple(notes))
+        parameters=params, runtime_s=time.perf_counter() - t0, notes=tuple(notes))
+
+
+def check_hide_distance(distance: Any) -> str:
+    """The quality distance of SLH; ``kl`` is refused for every input (see :func:`hide`)."""
+    distance = check_distance(distance, "distance")
+    if distance == "kl":
+        raise ParameterError("distance 'kl' cannot be used to hide: KL(H||H') is infinite "
+                             "whenever a sensitive place was visited (H'=0 where H>0), so it "
+                             "would fail exactly for the users with sensitive visits; use js, "
+                             "chi2, hellinger, l1 or l2")
+    return distance
+
+
+def check_mitigation(mitigation: Any, forbid_unvisited: bool = False):
+    """Validate the ``mitigation`` option of :func:`hide` (None or a Resample)."""
+    if mitigation is None:
+        return None
+    from .mitigation import Resample
+
+    if not isinstance(mitigation, Resample):
+        raise ParameterError(f"mitigation must be None or veil.visits.Resample, got "
+                             f"{type(mitigation).__name__}")
+    if forbid_unvisited and mitigation.mix > 0:
+        raise ParameterError("forbid_unvisited cannot be combined with a resample mix > 0 (the "
+                             "public profile puts visits on unvisited places)")
+    return mitigation
 
 
 def hide_many(H: Any, *, sensitive: Any, distance: str = "js", forbid_unvisited: bool = False,
-              max_steps: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+              max_steps: int = 64, mitigation: Any = None,
+              rng: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """SLH for many users at once (same domain and sensitive set), vectorized across users.
 
     Users with at most ``max_steps`` sensitive visits are solved together by
@@ -331,6 +374,10 @@ def hide_many(H: Any, *, sensitive: Any, distance: str = "js", forbid_unvisited:
     distance : str
     forbid_unvisited : bool
     max_steps : int
+    mitigation : Resample, optional
+        Applied to every feasible user (see :func:`hide`).
+    rng : numpy.random.Generator, optional
+        Randomness of the mitigation (default: OS entropy).
 
     Returns
     -------
@@ -359,7 +406,8 @@ def hide_many(H: Any, *, sensitive: Any, distance: str = "js", forbid_unvisited:
             raise ParameterError("H must hold non-negative integer counts")
     H = H.astype(np.int64)
     U, n = H.shape
-    distance = check_distance(distance, "distance")
+    distance = check_hide_distance(distance)
+    mitigation = check_mitigation(mitigation, forbid_unvisited)
     sens = resolve_bins(sensitive, n, None, "sensitive")
     mask = np.zeros(n, dtype=bool)
     mask[sens] = True
@@ -373,10 +421,6 @@ def hide_many(H: Any, *, sensitive: Any, distance: str = "js", forbid_unvisited:
     status[N == 0] = "histogram is empty"
     status[(N > 0) & bad] = "the sensitive set covers every visited place: nothing to " \
                              "redistribute into"
-    if distance == "kl":
-        kl_bad = ~bad & (K > 0)
-        status[kl_bad] = "distance 'kl' is infinite when a sensitive place was visited"
-        bad |= kl_bad
     fast = ~bad & (K <= max_steps)
     slow = np.flatnonzero(~bad & ~fast)
     rows = np.flatnonzero(fast)
@@ -435,4 +479,14 @@ def hide_many(H: Any, *, sensitive: Any, distance: str = "js", forbid_unvisited:
             continue
         out[u] = r.histogram
         quality[u] = r.quality_loss
+    if mitigation is not None:
+        from ..random import make_rng
+        from .mitigation import apply_resample
+
+        ok = np.flatnonzero(status == "")
+        if ok.size:
+            out[ok] = apply_resample(out[ok], sens, mitigation, make_rng(rng))
+            S = float(mitigation.size)
+            quality[ok] = bin_terms(H[ok] / N[ok, None].astype(np.float64), out[ok] / S,
+                                    distance).sum(axis=1)
     return out, quality, status

@@ -68,8 +68,29 @@ class VisitResult:
     def size(self) -> int:
         return int(self.histogram.sum())
 
+    def published(self) -> dict[str, Any]:
+        """What may be published: the sanitized histogram only, over the result's domain.
+
+        Every bin of the domain is present (zeros included), so the keys never
+        depend on which bins were zeroed; nothing else (size of the input, K,
+        quality loss, algorithm) is included.
+
+        Examples
+        --------
+        >>> from veil.visits import hide
+        >>> hide([5, 3, 0, 2], sensitive=[3], labels=["a", "b", "c", "d"]).published()
+        {'histogram': {'a': 6, 'b': 4, 'c': 0, 'd': 0}}
+        """
+        if self.labels is None:
+            return {"histogram": [int(v) for v in self.histogram]}
+        return {"histogram": {lab: int(c) for lab, c in zip(self.labels, self.histogram)}}
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-friendly dictionary (histograms as lists, or as label -> count maps)."""
+        """The custodian's PRIVATE report (original counts, K, losses): never publish it.
+
+        JSON-friendly (histograms as lists, or as label -> count maps); use
+        :meth:`published` for what may be released.
+        """
         from ..release import to_jsonable
 
         def hist(h):
