@@ -12,9 +12,11 @@ known, and learns the difference. :func:`distinguishability` measures it:
   smoothed size distribution: the log-likelihood ratio), ``"gbm"``
   (scikit-learn's ``HistGradientBoostingClassifier`` on counts, shares, size and
   number of visited categories) and ``"size"`` (the released size alone);
-* the score is the AUC of the pooled held-out scores (0.5: no better than a coin;
-  1: perfect), with a percentile bootstrap confidence interval that resamples
-  *users* (``scipy.stats.bootstrap``), since a user's units are correlated;
+* the score is the AUC over the positive-negative pairs *within* each held-out fold
+  (0.5: no better than a coin; 1: perfect; pooling the folds' scores instead would
+  bias it below 0.5, since each fold's scores are calibrated to the other folds' base
+  rate), with a percentile bootstrap confidence interval that resamples *users*
+  (``scipy.stats.bootstrap``), since a user's units are correlated;
 * the control: the same procedure with permuted labels, whose AUC must be about 0.5
   (a check that the pipeline itself does not leak labels).
 
@@ -33,7 +35,7 @@ import numpy as np
 from ..errors import ParameterError
 from ..validation import check_choice, check_int, check_probability
 
-__all__ = ["auc", "distinguishability", "AttackResult", "Distinguishability", "ATTACKS"]
+__all__ = ["auc", "fold_auc", "distinguishability", "AttackResult", "Distinguishability", "ATTACKS"]
 
 ATTACKS = ("likelihood", "gbm", "size")
 
@@ -173,7 +175,33 @@ def _cross_fit(attack, X, y, fold_of_unit, folds, rng) -> np.ndarray:
     return scores
 
 
-def _cluster_ci(scores, y, user_codes, n_users, n_boot, level, rng) -> tuple[float, float]:
+def fold_auc(scores: np.ndarray, labels: np.ndarray, fold: np.ndarray) -> float:
+    """AUC over the positive-negative pairs that lie in the same fold.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> fold_auc(np.array([0.1, 0.9, 5.0, 6.0]), np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1]))
+    1.0
+    """
+    from scipy.stats import rankdata
+
+    y = np.asarray(labels).astype(bool)
+    num = den = 0.0
+    for f in np.unique(fold):
+        m = fold == f
+        yy = y[m]
+        n1, n0 = int(yy.sum()), int((~yy).sum())
+        if n1 == 0 or n0 == 0:
+            continue
+        r = rankdata(scores[m])
+        num += r[yy].sum() - n1 * (n1 + 1) / 2.0
+        den += n1 * n0
+    return float(num / den) if den else float("nan")
+
+
+def _cluster_ci(scores, y, user_codes, n_users, n_boot, level, rng,
+                fold) -> tuple[float, float]:
     from scipy.stats import bootstrap
 
     order = np.argsort(user_codes, kind="stable")
@@ -182,10 +210,7 @@ def _cluster_ci(scores, y, user_codes, n_users, n_boot, level, rng) -> tuple[flo
 
     def stat(users):
         idx = np.concatenate([rows[int(u)] for u in users])
-        yy = y[idx]
-        if yy.all() or not yy.any():
-            return np.nan
-        return auc(scores[idx], yy)
+        return fold_auc(scores[idx], y[idx], fold[idx])
 
     res = bootstrap((np.arange(n_users),), stat, n_resamples=n_boot, confidence_level=level,
                     method="percentile", vectorized=False, random_state=rng)
@@ -273,13 +298,13 @@ def distinguishability(released: Any, labels: Any, groups: Sequence[Any], *,
     y_perm = rng.permutation(y)
     for a in attacks:
         s = _cross_fit(a, X, y, fold, folds, rng)
-        ci = _cluster_ci(s, y, codes, users.size, n_boot, level, rng)
+        ci = _cluster_ci(s, y, codes, users.size, n_boot, level, rng, fold)
         if control:
             sc = _cross_fit(a, X, y_perm, fold, folds, rng)
-            c_auc = auc(sc, y_perm)
-            c_ci = _cluster_ci(sc, y_perm, codes, users.size, n_boot, level, rng)
+            c_auc = fold_auc(sc, y_perm, fold)
+            c_ci = _cluster_ci(sc, y_perm, codes, users.size, n_boot, level, rng, fold)
         else:
             c_auc, c_ci = float("nan"), (float("nan"), float("nan"))
-        out[a] = AttackResult(a, auc(s, y), ci, c_auc, c_ci)
+        out[a] = AttackResult(a, fold_auc(s, y, fold), ci, c_auc, c_ci)
     return Distinguishability(out, int(X.shape[0]), int(users.size), float(y.mean()), level,
                               {"folds": folds, "n_boot": n_boot, "attacks": list(attacks)})
