@@ -1,6 +1,5 @@
-"""The demo section builds quickly on synthetic data and says it is not DP."""
-
-import time
+"""The demo section builds on synthetic data and says it is not DP (no timing asserted: speed
+is measured by benchmarks, not unit tests)."""
 
 import numpy as np
 
@@ -10,9 +9,7 @@ from veil.report import core
 def test_visits_section_builds(tmp_path):
     from veil.report.sections.visits import build
 
-    t0 = time.perf_counter()
     sec = build(core.DemoContext(rng=np.random.default_rng(1), quick=True, outdir=tmp_path))
-    assert time.perf_counter() - t0 < 10
     assert sec.id == "visits" and "not differential privacy" in sec.guarantee
     rows = sec.figures[0].data.rows
     hide_col = [r[2] for r in rows]
