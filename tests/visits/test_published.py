@@ -453,3 +453,35 @@ def test_mitigated_release_has_a_fixed_size_for_neighbours(tmp_path, capsys):
         sizes = duckdb.sql(f"SELECT user, sum(sanitized) FROM read_csv('{f.parent / 'out.csv'}') "
                            "GROUP BY 1").fetchall()
         assert {s for _, s in sizes} == {15}
+
+
+def test_hostile_names_through_the_cli(tmp_path, capsys):
+    import csv
+
+    cats = ["Bob's \"Bar\"", "Ch,urch'; DROP TABLE x;--", "Park\\n", "Zoo"]
+    ucol = 'us"er; --'
+    rows = [("u'1", cats[0]), ("u'1", cats[1]), ("u'1", cats[2]), ("u2", cats[1]),
+            ("u2", cats[3]), ("u2", cats[3])]
+    with open(tmp_path / "c.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow([ucol, "category"])
+        w.writerows(rows)
+    (tmp_path / "dom.txt").write_text("\n".join(cats) + "\n")
+    (tmp_path / "sens.txt").write_text(cats[1] + "\n")
+    with open(tmp_path / "t.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow([ucol, "category", "weight"])
+        w.writerows([("u'1", cats[0], 1), ("u'1", cats[3], 2), ("u2", cats[2], 1)])
+    out = tmp_path / "o.csv"
+    code, _, err = run(["visits", "hide", tmp_path / "c.csv", "--user-column", ucol,
+                        "--sensitive", f"@{tmp_path / 'sens.txt'}", "--categories",
+                        f"@{tmp_path / 'dom.txt'}", "-o", out], capsys)
+    assert code == 0, err
+    got = list(csv.reader(out.open()))[1:]
+    assert [r[1] for r in got] == cats * 2
+    assert all(int(r[2]) == 0 for r in got if r[1] == cats[1])
+    code, _, err = run(["visits", "resemble", tmp_path / "c.csv", "--user-column", ucol,
+                        "--target", tmp_path / "t.csv", "--quality-bound", "0.2",
+                        "--categories", f"@{tmp_path / 'dom.txt'}", "-o", tmp_path / "r.csv"],
+                       capsys)
+    assert code == 0, err
