@@ -421,7 +421,7 @@ def section_g(rng, quick):
 
 #: the mitigation setting documented in docs/visits.md and docs/benchmarks.md (chosen from the
 #: grid of section h on the NYC weekly histograms; checked by a slow test with other seeds)
-MITIGATION = {"size": 10, "mix": 0.2}
+MITIGATION = {"size": 10, "mix": 0.4}
 
 
 def nyc_weekly():
@@ -485,28 +485,34 @@ def section_h(quick, seed=7):
                                    rng=np.random.default_rng(seed + 100 + (r or 0)))
             for a in attacks:
                 res_by_attack[a].append(d.results[a])
-        worst = 0.0
+        strongest_mean, worst = 0.0, 0.0
         for a in attacks:
             rs = res_by_attack[a]
             au = float(np.mean([x.auc for x in rs]))
             lo = float(np.mean([x.ci[0] for x in rs]))
             hi = float(np.mean([x.ci[1] for x in rs]))
             ctl = float(np.mean([x.control_auc for x in rs]))
+            strongest_mean = max(strongest_mean, au)
             worst = max(worst, max(x.auc for x in rs))
             print(f"  {name:26s} {a:10s} {au:6.3f} [{lo:5.3f}, {hi:5.3f}] {ctl:8.3f} "
                   f"{np.mean(costs):11.4f} {np.mean(size_err):8.3f}")
-        summary.append((name, worst, float(np.mean(costs)), float(np.mean(size_err))))
+        print(f"  {'':26s} strongest attack: mean AUC over draws {strongest_mean:.3f}, worst "
+              f"draw {worst:.3f}")
+        summary.append((name, strongest_mean, float(np.mean(costs)), float(np.mean(size_err)),
+                        worst, mit))
     lho = summary[0]
     print(f"  strongest attack on LHO: AUC {lho[1]:.3f} (mean JS loss {lho[2]:.4f})")
-    ok = [x for x in summary[1:] if x[1] <= 0.55]
+    ok = [x for x in summary[1:] if x[4] <= 0.55]  # every draw, every attack
     if ok:
         best = min(ok, key=lambda x: x[2])
-        print(f"  cheapest mitigation with every attack's AUC <= 0.55 (worst draw): {best[0]}: "
-              f"worst AUC {best[1]:.3f}, mean JS loss {best[2]:.4f} ({best[2] / lho[2]:.2f}x "
-              f"LHO's), size changed by {100 * best[3]:.0f}% on average")
+        print(f"  cheapest mitigation with every attack's AUC <= 0.55 in every draw: {best[0]}: "
+              f"AUC {best[1]:.3f} (worst draw {best[4]:.3f}), mean JS loss {best[2]:.4f} "
+              f"({best[2] / lho[2]:.2f}x LHO's), size changed by {100 * best[3]:.0f}% on average")
+        documented = (best[5].size, best[5].mix) == (MITIGATION["size"], MITIGATION["mix"])
+        print(f"  documented setting {MITIGATION}: "
+              + ("the one selected here" if documented else "NOT the one selected here"))
     else:
         print("  no mitigation setting of this grid reached AUC <= 0.55")
-
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
