@@ -518,8 +518,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seed", type=int, default=7, help="instance generator seed (benchmarks)")
-    ap.add_argument("--only", default="abcdefgh")
+    ap.add_argument("--only", default=None,
+                    help="sections to run (default: all; with --quick all but h, the adversary)")
     args = ap.parse_args()
+    if args.only is None:
+        args.only = "abcdefg" if args.quick else "abcdefgh"
+        if args.quick:
+            print("(h) the adversary is not part of --quick: run `veil bench visits --adversary`")
     rng = np.random.default_rng(args.seed)
     print(f"veil.visits benchmark ({'quick' if args.quick else 'full'}); numba={HAVE_NUMBA}; "
           f"machine: {os.cpu_count()} cores shared with other jobs (loaded): compare ratios")

@@ -54,6 +54,7 @@ SLOW = {
     "veil bench histograms --quick": "about 70 s",
     "veil bench tables": "about 25 s",
     "veil bench temporal": "about 5.5 min",
+    "veil bench visits --adversary": "about 10 min",
 }
 
 OUTPUT_OPTIONS = ("-o", "--output", "--plot")
