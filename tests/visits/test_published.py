@@ -485,3 +485,20 @@ def test_hostile_names_through_the_cli(tmp_path, capsys):
                         "--categories", f"@{tmp_path / 'dom.txt'}", "-o", tmp_path / "r.csv"],
                        capsys)
     assert code == 0, err
+
+
+def test_batch_task_with_the_mitigation(tmp_path, capsys):
+    users = random_users(8)
+    write_checkins(tmp_path / "c.csv", users)
+    code, _, err = run(["batch", "visits", tmp_path / "c.csv", "-o", tmp_path / "b",
+                        "--categories", ",".join(DOM), "--sensitive", "Church,Hospital",
+                        "--resample-size", "7", "--resample-mix", "0.2", "--seed", "3",
+                        "--buckets", "3", "--quiet"], capsys)
+    assert code == 0, err
+    rows = duckdb.sql(f"SELECT user, category, sanitized FROM read_parquet('{tmp_path}/b/"
+                      "part-*.parquet', union_by_name=true)").fetchall()
+    got = dense(rows, None, DOM)
+    assert set(got) == {u for u, h in users.items()
+                        if sum(v for c, v in h.items() if c not in ("Church", "Hospital"))}
+    for u, h in got.items():
+        assert h.sum() == 7 and h[DOM.index("Church")] == 0 and h[DOM.index("Hospital")] == 0
