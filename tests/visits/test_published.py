@@ -502,3 +502,19 @@ def test_batch_task_with_the_mitigation(tmp_path, capsys):
                         if sum(v for c, v in h.items() if c not in ("Church", "Hospital"))}
     for u, h in got.items():
         assert h.sum() == 7 and h[DOM.index("Church")] == 0 and h[DOM.index("Hospital")] == 0
+
+
+def test_domain_from_data_is_an_explicit_opt_in_with_a_warning(tmp_path, capsys):
+    from veil.errors import PrivacyWarning
+
+    write_checkins(tmp_path / "c.csv", {"u1": {"Bar": 2, "Church": 1}, "u2": {"Park": 3}})
+    code, _, err = run(["visits", "hide", tmp_path / "c.csv", "-s", "Church", "-o",
+                        tmp_path / "o.csv"], capsys)
+    assert code == 2 and "domain must be public" in err and not (tmp_path / "o.csv").exists()
+    with pytest.warns(PrivacyWarning, match="taken from the\\s+private input"):
+        code, _, err = run(["visits", "hide", tmp_path / "c.csv", "-s", "Church",
+                            "--domain-from-data", "-o", tmp_path / "o.csv"], capsys)
+    assert code == 0, err
+    meta = json.loads((tmp_path / "o.csv.meta.json").read_text())
+    assert meta["domain"] == ["Bar", "Church", "Park"]
+    assert meta["domain_source"] == "input (--domain-from-data)"

@@ -466,8 +466,8 @@ def _run(problem: str, input_path: Path, *, output, report, sensitive, categorie
             raise ParameterError(f"--report {str(report)!r}: the report of one histogram is a "
                                  "JSON document: use a .json name")
     outs = [p for p in (output, side, report) if p is not None]
-    _check_paths([input_path] + ([Path(target)] if target and str(target) != "self" else []),
-                 outs)
+    _check_paths([input_path] + ([Path(target)] if target and str(target) != "self" else [])
+                 + ([Path(resample_profile)] if resample_profile is not None else []), outs)
 
     # the data and the target, in canonical names
     kind, tl, tv = ("none", None, None)
