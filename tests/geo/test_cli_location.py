@@ -62,6 +62,9 @@ def test_obfuscate_grid_region_parquet(tmp_path, pts):
     ("id,lat,lon\n1,39.9,116.4\n", ["--grid-step", "50"]),  # grid without public region
     ("id,lat,lon\n1,39.9,116.4\n", ["--grid-step", "50", "--region", "40,116,40,117"]),  # empty
     ("id,lat,lon\n1,39.9,116.4\n", ["--grid-step", "-5", "--region", "39,116,40,117"]),
+    # eps * grid_step = 1000: exp() overflowed into an internal OverflowError (issue 16, 3)
+    ("id,lat,lon\n1,39.9,116.4\n", ["--epsilon", "1", "--grid-step", "1000",
+                                      "--region", "39.8,116.3,40.0,116.5"]),
 ])
 def test_obfuscate_bad_input_exit_2_no_output(tmp_path, content, extra, capsys):
     f = tmp_path / "in.csv"

@@ -227,3 +227,11 @@ def test_adversary_error_brute_force():
     Kl = planar_laplace_channel(X, X, 100.0, 0.1)
     Kh = planar_laplace_channel(X, X, 100.0, 0.001)
     assert adversary_error(Kh, pi, X)["adversary_error"] >= adversary_error(Kl, pi, X)["adversary_error"]
+
+
+@pytest.mark.parametrize("eps,step,r_max", [(1.0, 1000.0, 20_000.0), (0.5, 2000.0, 1e5),
+                                            (1e3, 1.0, 10.0)])
+def test_discretization_epsilon_large_eps_step_is_a_parameter_error(eps, step, r_max):
+    """eps * step beyond exp()'s range gave OverflowError (issue 16, defect 3)."""
+    with pytest.raises(ParameterError, match="grid_step"):
+        discretization_epsilon(eps, step, r_max)

@@ -175,11 +175,16 @@ def discretization_epsilon(epsilon: float, step: float, r_max: float,
     r_max = check_positive(r_max, "r_max")
     precision = check_positive(precision, "precision")
     q = u / (r_max * precision)
-    lim = 2 * math.exp(eps * u)
-    if not q > lim:
+    # compare in log space first: exp(eps u) overflows float64 for eps u > 709
+    log_lim = math.log(2.0) + eps * u
+    if not math.log(q) > log_lim:
         raise ParameterError(
-            f"grid_step {u} m is too fine for a region of diameter {r_max} m at eps={eps}: "
-            f"q = {q:.3g} must exceed 2 exp(eps u) = {lim:.3g}; use a coarser grid")
+            f"grid_step {u:g} m is not usable for a region of diameter {r_max:g} m at "
+            f"eps={eps:g} per metre: the discretization bound needs q = grid_step / (r_max "
+            f"* precision) = {q:.3g} > 2 exp(eps * grid_step) = exp({log_lim:.4g}); choose "
+            f"eps * grid_step well below ln(q / 2) = {math.log(q / 2):.3g} (a finer grid or a "
+            f"smaller region)")
+    lim = math.exp(log_lim)
     return eps + math.log1p(2 * lim / (q - lim)) / u
 
 
