@@ -32,9 +32,12 @@ def _polar_destination_numpy(lat, lon, r, cos_t, sin_t, radius):
     sc, cc = np.sin(c), np.cos(c)
     # azimuth measured from north: sin(az) = east component, cos(az) = north component
     num = sp0 * cc + cp0 * sc * sin_t
-    den = np.hypot(cp0 * cc - sp0 * sc * sin_t, sc * cos_t)
+    north_arm = cp0 * cc - sp0 * sc * sin_t
+    den = np.hypot(north_arm, sc * cos_t)
     la = np.arctan2(num, den) / _DEG
-    lo = lon * _DEG + np.arctan2(cos_t * sc * cp0, cc - sp0 * num)
+    # divided by cos(lat) >= 0: exact at the poles, where the textbook form is 0/0
+    # (see veil.geo.geometry.aeqd_inverse)
+    lo = lon * _DEG + np.arctan2(cos_t * sc, north_arm)
     lo = ((lo + math.pi) % (2 * math.pi) - math.pi) / _DEG
     return la, lo
 

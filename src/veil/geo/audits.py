@@ -28,7 +28,7 @@ from .geoind import discretization_epsilon, discretized_planar_laplace_xy, plana
 from .geometry import Box, LocalProjection, aeqd_forward, destination
 from .metrics import laplace_radius_cdf
 
-__all__ = ["EPS", "N", "A", "pair", "AUDITS", "CANARIES", "CONFORMANCE", "CONFORMANCE_CANARIES",
+__all__ = ["EPS", "N", "A", "POLE", "pair", "audit_pole", "AUDITS", "CANARIES", "CONFORMANCE", "CONFORMANCE_CANARIES",
            "audit_discretized_on_grid"]
 
 EPS = 0.01
@@ -87,8 +87,8 @@ MECHS: dict[str, Callable] = {"correct": _correct, "gamma1": _gamma1, "half_scal
                               "per_axis": _per_axis, "degrees": _degrees}
 
 
-def _to_plane(ll: np.ndarray) -> np.ndarray:
-    x, y = aeqd_forward(A[0], A[1], ll[:, 0], ll[:, 1])
+def _to_plane(ll: np.ndarray, centre: tuple[float, float] = A) -> np.ndarray:
+    x, y = aeqd_forward(centre[0], centre[1], ll[:, 0], ll[:, 1])
     return np.column_stack((x, y))
 
 
@@ -121,7 +121,29 @@ def _ratio_audit(kind: str, direction: str, seed: int) -> AuditResult:
                           _events(b_xy), claimed_epsilon=EPS * d, n=N, seed=seed)
 
 
+#: The exact north pole (validation accepts it) and a point 100 m south of it.
+POLE = (90.0, 0.0)
+
+
+def audit_pole(kind: str = "correct", seed: int = 13) -> AuditResult:
+    """DP ratio audit between the north pole and a point 100 m away (issue 16, defect 1).
+
+    At ``lat = 90`` every bearing is a meridian; a destination formula that loses the
+    bearing there puts every output on two meridians, which the events (balls and
+    half-planes in the pole's own plane) see as an unbounded privacy loss.
+    """
+    mech = MECHS[kind]
+    la, lo = destination(POLE[0], POLE[1], 0.0, -DIST)   # 100 m down the reference meridian
+    b = (float(la), float(lo))
+    b_xy = _to_plane(np.array([b]), POLE)[0]
+    d = float(np.hypot(*b_xy))
+    return dp_ratio_audit(lambda n, g: _to_plane(mech(POLE[0], POLE[1], n, g), POLE),
+                          lambda n, g: _to_plane(mech(b[0], b[1], n, g), POLE),
+                          _events(b_xy), claimed_epsilon=EPS * d, n=N, seed=seed)
+
+
 AUDITS: dict[str, Callable[[], AuditResult]] = {
+    "planar_laplace_pole": lambda: audit_pole("correct"),
     "planar_laplace_north": lambda: _ratio_audit("correct", "north", 11),
     "planar_laplace_diagonal": lambda: _ratio_audit("correct", "diagonal", 12),
 }

@@ -132,7 +132,9 @@ def aeqd_inverse(lat0: Any, lon0: Any, x: Any, y: Any,
     """Inverse of :func:`aeqd_forward`: plane ``(x, y)`` metres -> ``(lat, lon)`` degrees.
 
     Uses the robust atan2 form of the destination-point formula; longitudes are
-    wrapped to [-180, 180).
+    wrapped to [-180, 180). At a pole (``lat0 = +-90``, where every bearing is a meridian)
+    the bearing becomes the output longitude: ``lon = lon0 + 180 - bearing`` at the north
+    pole, ``lon = lon0 + bearing`` at the south pole, so the direction is kept.
 
     Examples
     --------
@@ -150,9 +152,14 @@ def aeqd_inverse(lat0: Any, lon0: Any, x: Any, y: Any,
     sc, cc = np.sin(c), np.cos(c)
     ca, sa = np.cos(az), np.sin(az)
     num = sp0 * cc + cp0 * sc * ca
-    den = np.hypot(cp0 * cc - sp0 * sc * ca, sc * sa)
+    east_arm = cp0 * cc - sp0 * sc * ca
+    den = np.hypot(east_arm, sc * sa)
     lat = np.arctan2(num, den)
-    lon = l0 + np.arctan2(sa * sc * cp0, cc - sp0 * num)
+    # The textbook form atan2(sa sc cp0, cc - sp0 sin(lat)) cancels to 0/0 at a pole
+    # (cos(lat0) -> 0: every output on two meridians, the bearing lost). Dividing both
+    # arguments by cos(lat0) >= 0 gives the same angle and stays exact there: at the north
+    # pole lon = lon0 + pi - bearing, at the south pole lon = lon0 + bearing.
+    lon = l0 + np.arctan2(sa * sc, east_arm)
     return lat / _DEG, _wrap_lon(lon) / _DEG
 
 
