@@ -142,7 +142,7 @@ def main() -> None:
                 write_large_trajectories(train, 2_000, steps=args.steps, seed=12345)
                 tab = duckdb.sql(f"SELECT user, lon, lat FROM '{train}' ORDER BY user, t").fetchnumpy()
                 grid = beijing_grid(50)
-                cells = grid.cell_of(tab["lon"], tab["lat"])
+                cells = grid.cell_of(tab["lat"], tab["lon"])
                 cuts = np.flatnonzero(np.diff(tab["user"])) + 1
                 MarkovModel.from_trajectories(np.split(cells, cuts), grid=grid).save(model_path)
             tbase = {}

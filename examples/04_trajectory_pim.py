@@ -43,7 +43,7 @@ def main(argv=None) -> None:
     # the public grid: the city's published bounding box, one cell per city cell
     grid = TemporalGrid(lon_min=city.west, lat_min=city.south, lon_max=city.east,
                         lat_max=city.north, nx=city.cols, ny=city.rows)
-    cells = grid.cell_of(trajs.lon, trajs.lat).reshape(trajs.n_users, trajs.n_steps)
+    cells = grid.cell_of(trajs.lat, trajs.lon).reshape(trajs.n_users, trajs.n_steps)
     # model from users 1..100 (public training data); user 0 is the one who releases
     model = MarkovModel.from_trajectories(list(cells[1:]), grid=grid, smoothing=0.01)
     truth = cells[0, :args.steps]

@@ -279,12 +279,12 @@ def test_trajectories_task_releases_every_point_once(tmp_path):
     model = MarkovModel.from_trajectories(walks, grid=g)
     model_path = tmp_path / "model.npz"
     model.save(model_path)
-    lonlat = np.concatenate([g.to_lonlat(g.centers_m[w]) for w in walks[:12]])
+    latlon = np.concatenate([g.to_latlon(g.centers_m[w]) for w in walks[:12]])
     users = np.repeat(np.arange(12), 41)
     t = np.tile(np.arange(41) * 60, 12)
     order = rng.permutation(users.size)  # the engine sorts by user and time itself
-    pq.write_table(pa.table({"user": users[order], "t": t[order], "lon": lonlat[order, 0],
-                             "lat": lonlat[order, 1]}), tmp_path / "traj.parquet")
+    pq.write_table(pa.table({"user": users[order], "t": t[order], "lat": latlon[order, 0],
+                             "lon": latlon[order, 1]}), tmp_path / "traj.parquet")
     params = {"model": str(model_path), "epsilon": 1.0, "delta": 0.05, "mechanism": "pim"}
     run_job(Job(tmp_path / "traj.parquet", tmp_path / "o1", "trajectories", params=params,
                 seed=2, buckets=3, progress=False))

@@ -36,7 +36,11 @@ def test_obfuscate_csv_with_sidecar(tmp_path, pts):
                     got["lon"].to_numpy())
     assert 100 < d.mean() < 300                       # mean 2/eps = 200 m
     meta = json.loads((tmp_path / "out.csv.meta.json").read_text())
-    assert meta["mechanism"] == "planar-laplace" and meta["budget"]["epsilon_per_metre"] == 0.01
+    assert meta["mechanism"] == "planar-laplace" and meta["parameters"]["epsilon_per_metre"] == 0.01
+    # the budget includes the stated float64 correction of the 1 m output lattice
+    corr = meta["budget_split"]["float64 snapping correction"]
+    assert 0 < corr < 1e-6
+    assert meta["budget"]["epsilon_per_metre"] == pytest.approx(0.01 + corr, rel=1e-12)
 
 
 def test_obfuscate_grid_region_parquet(tmp_path, pts):

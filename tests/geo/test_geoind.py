@@ -23,7 +23,9 @@ def test_planar_laplace_release_and_distance_distribution():
     rng = make_rng(seed=1)
     pts = np.column_stack((rng.uniform(-60, 60, 50_000), rng.uniform(-179, 179, 50_000)))
     rel = planar_laplace(pts, epsilon=0.01, rng=rng)
-    assert rel.budget == GeoDP(0.01) and rel.mechanism == "planar-laplace"
+    assert rel.mechanism == "planar-laplace" and rel.parameters["epsilon_per_metre"] == 0.01
+    corr = rel.budget_split["float64 snapping correction"]
+    assert rel.budget == GeoDP(0.01 + corr) and 0 < corr < 1e-6
     assert rel.value.shape == pts.shape
     d = haversine_m(pts[:, 0], pts[:, 1], rel.value[:, 0], rel.value[:, 1])
     # alpha 1e-6; power: the same test rejects a 1.3x scale

@@ -31,10 +31,10 @@ def model_path(tmp_path_factory):
     return p
 
 
-def _track(path, n=40, edits=None):
+def _track(path, n=40, edits=None, time_name="t"):
     g = beijing_grid(50)
-    lonlat = g.to_lonlat(g.centers_m[1275 + np.arange(n) % 5])
-    df = pd.DataFrame({"time": np.arange(n) * 5.0, "lat": lonlat[:, 1], "lon": lonlat[:, 0]})
+    latlon = g.to_latlon(g.centers_m[1275 + np.arange(n) % 5])
+    df = pd.DataFrame({time_name: np.arange(n) * 5.0, "lat": latlon[:, 0], "lon": latlon[:, 1]})
     for (col, row), val in (edits or {}).items():
         if isinstance(val, str):
             df[col] = df[col].astype(object)
@@ -52,11 +52,11 @@ def test_model_and_release(tmp_path, model_path, capsys):
                  "--seed", 3])
     assert code == 0, capsys.readouterr().err
     df = pd.read_csv(out)
-    assert list(df.columns) == ["time", "lon", "lat", "set_size"] and len(df) == 40
-    meta = json.loads((tmp_path / "out.csv.json").read_text())
+    assert list(df.columns) == ["t", "lat", "lon", "set_size"] and len(df) == 40
+    meta = json.loads((tmp_path / "out.csv.meta.json").read_text())
     assert meta["budget"]["epsilon"] == pytest.approx(40.0)
     assert meta["parameters"]["mechanism"] == "lm" and meta["seeded"] is True
-    xy = beijing_grid(50).to_metres(df["lon"], df["lat"])
+    xy = beijing_grid(50).to_metres(df["lat"], df["lon"])
     assert check_on_grid(xy, (0.0, 0.0), 1.0, atol=0.02).passed  # 1 m lattice (7-decimal CSV)
 
 
@@ -66,13 +66,13 @@ def test_drop_invalid_points_counted(tmp_path, model_path):
     assert _run(["trajectory", "release", src, "-e", 1, "-d", 0.05, "--model", model_path,
                  "-o", out, "--on-invalid", "drop"]) == 0
     assert len(pd.read_csv(out)) == 38
-    assert json.loads((tmp_path / "o.csv.json").read_text())["input"]["n_dropped_invalid"] == 2
+    assert json.loads((tmp_path / "o.csv.meta.json").read_text())["input"]["n_dropped_invalid"] == 2
 
 
 @pytest.mark.parametrize("case,args,edits,msg", [
     ("nan", [], {("lat", 3): np.nan}, "NaN"),
     ("outside", [], {("lon", 5): 120.0}, "outside the grid"),
-    ("unsorted", [], {("time", 10): 1.0}, "not sorted"),
+    ("unsorted", [], {("t", 10): 1.0}, "not sorted"),
     ("text", [], {("lat", 2): "abc"}, "not a number"),
     ("delta0", ["-d", "0"], {}, "delta"),
     ("delta1", ["-d", "1"], {}, "delta"),
@@ -81,8 +81,9 @@ def test_drop_invalid_points_counted(tmp_path, model_path):
     ("mech", ["-m", "gauss"], {}, "mechanism"),
     ("grid", ["--grid", "beijing:40"], {}, "grid"),
     ("invalid_policy", ["--on-invalid", "skip"], {}, "on-invalid"),
-    ("initial_bad", ["--initial-lonlat", "116.3"], {}, "initial-lonlat"),
-    ("initial_out", ["--initial-lonlat", "120.0,39.9"], {}, "outside the grid"),
+    ("initial_bad", ["--initial-latlon", "39.9"], {}, "initial-latlon"),
+    ("initial_out", ["--initial-latlon", "39.9,120.0"], {}, "outside the grid"),
+    ("resolution", ["--resolution", "-1"], {}, "resolution"),
 ])
 def test_bad_input_exit_2_no_output(tmp_path, model_path, capsys, case, args, edits, msg):
     out = tmp_path / "o.csv"
@@ -97,7 +98,7 @@ def test_bad_input_exit_2_no_output(tmp_path, model_path, capsys, case, args, ed
     err = capsys.readouterr().err
     assert code == 2, err
     assert msg.lower() in err.lower()
-    assert not out.exists() and not (tmp_path / "o.csv.json").exists()
+    assert not out.exists() and not (tmp_path / "o.csv.meta.json").exists()
 
 
 def test_not_a_model_file(tmp_path, capsys):
@@ -110,7 +111,7 @@ def test_not_a_model_file(tmp_path, capsys):
 
 def test_missing_column(tmp_path, model_path, capsys):
     p = tmp_path / "t.csv"
-    p.write_text("time,lat\n1,39.9\n")
+    p.write_text("t,lat\n1,39.9\n")
     code = _run(["trajectory", "release", p, "-e", 1, "-d", 0.1, "--model", model_path,
                  "-o", tmp_path / "o.csv"])
     assert code == 2 and "lon" in capsys.readouterr().err
@@ -127,10 +128,15 @@ def test_bench_command_small(capsys):
 def test_public_initial_point_gives_small_sets(tmp_path, model_path):
     src = _track(tmp_path / "t.csv")
     g = beijing_grid(50)
-    lon, lat = g.to_lonlat(g.centers_m[[1275]])[0]
+    lat, lon = g.to_latlon(g.centers_m[[1275]])[0]
     out = tmp_path / "o.csv"
     assert _run(["trajectory", "release", src, "-e", 1, "-d", 0.01, "--model", model_path,
-                 "-o", out, "--initial-lonlat", f"{lon},{lat}", "--seed", 1]) == 0
+                 "-o", out, "--initial-latlon", f"{lat},{lon}", "--seed", 1]) == 0
     assert pd.read_csv(out)["set_size"].iloc[0] == 1
-    meta = json.loads((tmp_path / "o.csv.json").read_text())
+    meta = json.loads((tmp_path / "o.csv.meta.json").read_text())
     assert meta["parameters"]["initial"] == "given"
+    # the deprecated LON,LAT option still works, the same way, with a notice
+    out2 = tmp_path / "o2.csv"
+    assert _run(["trajectory", "release", src, "-e", 1, "-d", 0.01, "--model", model_path,
+                 "-o", out2, "--initial-lonlat", f"{lon},{lat}", "--seed", 1]) == 0
+    assert pd.read_csv(out2).equals(pd.read_csv(out))

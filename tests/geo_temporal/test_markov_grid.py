@@ -12,17 +12,17 @@ from veil.geo.temporal import (MarkovModel, TemporalGrid, beijing_grid, load_geo
                                read_plt, to_cells, transition_counts)
 from veil.random import make_rng
 
-G = TemporalGrid(lon_min=116.0, lat_min=39.0, lon_max=116.1, lat_max=39.05, nx=10, ny=5)
+G = TemporalGrid(lat_min=39.0, lon_min=116.0, lat_max=39.05, lon_max=116.1, nx=10, ny=5)
 
 
 def test_grid_cells_and_projection():
     assert G.n_cells == 50
-    assert G.cell_of([116.0001], [39.0001])[0] == 0
-    assert G.cell_of([116.0999], [39.0499])[0] == 49
-    assert G.cell_of([116.015], [39.015])[0] == 1 * 10 + 1
-    assert G.cell_of([np.nan, 117.0], [39.0, 39.0]).tolist() == [-1, -1]
+    assert G.cell_of([39.0001], [116.0001])[0] == 0
+    assert G.cell_of([39.0499], [116.0999])[0] == 49
+    assert G.cell_of([39.015], [116.015])[0] == 1 * 10 + 1
+    assert G.cell_of([39.0, 39.0], [np.nan, 117.0]).tolist() == [-1, -1]
     c = G.centers_m
-    np.testing.assert_allclose(G.cell_of(*G.to_lonlat(c).T), np.arange(50))
+    np.testing.assert_allclose(G.cell_of(*G.to_latlon(c).T), np.arange(50))
     w, h = G.cell_size_m
     np.testing.assert_allclose(c[1] - c[0], [w, 0], rtol=1e-12)
     np.testing.assert_allclose(c[10] - c[0], [0, h], rtol=1e-12)
@@ -41,9 +41,33 @@ def test_grid_bad_parameters(kw, match):
 
 def test_grid_parse():
     assert TemporalGrid.parse("beijing") == beijing_grid(50)
-    assert TemporalGrid.parse("116,39,116.1,39.05,10,5") == G
+    assert TemporalGrid.parse("39,116,39.05,116.1,10,5") == G
     with pytest.raises(ParameterError, match="--grid"):
         TemporalGrid.parse("1,2,3")
+    # the old lon-first order is refused with a hint, not silently swapped (issue 17, 7)
+    with pytest.raises(ParameterError, match="latitude first"):
+        TemporalGrid.parse("116,39,116.1,39.05,10,5")
+
+
+def test_latlon_order_everywhere_and_old_callers_get_a_clear_error():
+    """TemporalGrid used (lon, lat) while veil.geo uses (lat, lon) (issue 17, defect 7)."""
+    lat, lon = 39.012, 116.034
+    cell = int(G.cell_of([lat], [lon])[0])
+    np.testing.assert_allclose(G.to_latlon(G.centers_m[[cell]])[0], [39.015, 116.035])
+    xy = G.to_metres([lat], [lon])[0]
+    np.testing.assert_allclose(G.to_latlon([xy])[0], [lat, lon], atol=1e-12)
+    assert xy[0] < 0 and xy[1] < 0        # x east, y north from the centre (39.025, 116.05)
+    assert G.origin == pytest.approx((39.025, 116.05))
+    with pytest.raises(ParameterError, match=r"\(lat, lon\)"):
+        G.cell_of([lon], [lat])           # longitudes first: a latitude of 116 degrees
+    with pytest.raises(ParameterError, match=r"\(lat, lon\)"):
+        G.to_metres([lon], [lat])
+    small = TemporalGrid(lat_min=10.0, lon_min=20.0, lat_max=10.5, lon_max=20.5, nx=2, ny=2)
+    with pytest.raises(ParameterError, match="swapped"):
+        small.cell_of([20.1, 20.2], [10.1, 10.2])  # valid latitudes, but only inside swapped
+    with pytest.warns(DeprecationWarning, match="to_latlon"):
+        old = G.to_lonlat(G.centers_m[[cell]])
+    np.testing.assert_allclose(old[0], [116.035, 39.015])
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -116,8 +140,8 @@ def test_cell_order_matches_the_beijing_fixture():
     q = np.loadtxt(shared_data_path("geolife", "beijing_grid", "locQuery.txt"), dtype=np.int64)
     assert q.shape == (2, 2500)
     g = beijing_grid(50)
-    lonlat = g.to_lonlat(g.centers_m)
-    col = np.floor((lonlat[:, 0] - g.lon_min) / (g.lon_max - g.lon_min) * 50).astype(int)
-    row = np.floor((lonlat[:, 1] - g.lat_min) / (g.lat_max - g.lat_min) * 50).astype(int)
+    latlon = g.to_latlon(g.centers_m)
+    col = np.floor((latlon[:, 1] - g.lon_min) / (g.lon_max - g.lon_min) * 50).astype(int)
+    row = np.floor((latlon[:, 0] - g.lat_min) / (g.lat_max - g.lat_min) * 50).astype(int)
     np.testing.assert_array_equal(col, q[0])
     np.testing.assert_array_equal(row, q[1])

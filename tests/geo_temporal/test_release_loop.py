@@ -163,17 +163,18 @@ def test_release_bucket_matches_per_user_release_and_validates():
     from veil.random import spawn
 
     model, seqs = _model(3)
-    lonlat = [G.to_lonlat(G.centers_m[np.asarray(s[:12])]) for s in seqs[:3]]
+    latlon = [G.to_latlon(G.centers_m[np.asarray(s[:12])]) for s in seqs[:3]]
     arrays = {"user": np.repeat(np.arange(3), 12), "t": np.tile(np.arange(12.0), 3),
-              "lon": np.concatenate([x[:, 0] for x in lonlat]),
-              "lat": np.concatenate([x[:, 1] for x in lonlat])}
+              "lat": np.concatenate([x[:, 0] for x in latlon]),
+              "lon": np.concatenate([x[:, 1] for x in latlon])}
     p = validate_params({"model": model, "epsilon": 1.0, "delta": 0.05, "mechanism": "lm"})
     out = release_bucket(arrays, p, make_rng(seed=4))
     streams = spawn(make_rng(seed=4), 3)
     for u in range(3):
         r = release_trajectory(np.asarray(seqs[u][:12]), model=model, epsilon=1.0, delta=0.05,
                                mechanism="lm", rng=streams[u])
-        np.testing.assert_allclose(out["lon"][out["user"] == u], r.released_lonlat[:, 0])
+        np.testing.assert_allclose(out["lat"][out["user"] == u], r.released_latlon[:, 0])
+        np.testing.assert_allclose(out["lon"][out["user"] == u], r.released_latlon[:, 1])
     arrays["lat"][5] = np.nan
     with pytest.raises(DataError, match="on_invalid"):
         release_bucket(arrays, p, make_rng(seed=4))

@@ -14,50 +14,111 @@ app = typer.Typer(no_args_is_help=True, help="Release locations under temporal c
 BENCH_NAME = "temporal"
 
 
+TIME_HELP = ("Time column (default: 't', or its alias 'time'); seconds or ISO timestamps.")
+
+
+def _sequences(inputs, grid, time_column, user_column):
+    """Per-user (per-file for GeoLife) cell sequences of every input, in time order."""
+    import numpy as np
+
+    from ..errors import DataError
+    from ..geo.temporal import to_cells
+    from ..geo.temporal.geolife import iter_geolife
+    from ..geo.temporal.io import no_point_in_grid_message, read_track, split_users
+
+    seqs, n_points, n_inside, tracks = [], 0, 0, []
+    for p in inputs:
+        if p.is_dir():
+            for tr in iter_geolife(p):
+                c = to_cells(tr, grid)
+                seqs.append(c)
+                n_points += c.size
+                n_inside += int((c >= 0).sum())
+            continue
+        tr = read_track(p, time_column=time_column, user_column=user_column)
+        tracks.append(tr)
+        cells = grid.cell_of(tr.lat, tr.lon)
+        for user, rows in split_users(tr):
+            order = rows[np.argsort(tr.t[rows], kind="stable")]
+            seqs.append(cells[order])
+        n_points += cells.size
+        n_inside += int((cells >= 0).sum())
+    if n_points and n_inside == 0:
+        if tracks:
+            from ..geo.temporal.io import PointTrack
+            allt = PointTrack(np.concatenate([t.t for t in tracks]),
+                              np.concatenate([t.lat for t in tracks]),
+                              np.concatenate([t.lon for t in tracks]), "")
+            raise DataError(no_point_in_grid_message(allt, grid))
+        raise DataError(f"no point of the inputs falls inside the grid "
+                        f"{grid.to_dict()}; pass a public --grid that covers them")
+    return seqs, n_points, n_inside
+
+
 @app.command("model")
 def model_cmd(
     inputs: List[Path] = typer.Argument(..., help="GeoLife .plt files or folders (searched "
-                                        "recursively), or CSV files with time,lat,lon."),
+                                        "recursively), or CSV/Parquet files with user,t,lat,"
+                                        "lon (as `veil data synth trajectories` writes)."),
     grid: str = typer.Option("beijing", "--grid", help="'beijing[:N]' (Beijing 4th ring, N x N, "
-                             "default 50) or 'lon_min,lat_min,lon_max,lat_max,nx,ny'."),
+                             "default 50) or 'lat_min,lon_min,lat_max,lon_max,nx,ny'."),
     output: Path = typer.Option(..., "--output", "-o", help="Model file (.npz)."),
     empty_rows: str = typer.Option("self", "--empty-rows", help="Cells never left in the data: "
                                    "'self' (stay) or 'uniform'."),
     smoothing: float = typer.Option(0.0, "--smoothing", help="Pseudo-count added to every "
                                     "self-transition."),
+    prior_weight: float = typer.Option(
+        0.0, "--prior-weight", help="Pseudo-transitions per cell spread to neighbouring cells "
+        "by a public distance-decay prior (a model that generalizes to unseen users: cells "
+        "the training users never left are no longer absorbing). 0 = off."),
+    prior_scale: Optional[float] = typer.Option(
+        None, "--prior-scale", help="Length scale of the prior in metres (default: one cell)."),
+    time_column: Optional[str] = typer.Option(None, "--time-column", help=TIME_HELP),
+    user_column: str = typer.Option("user", "--user-column",
+                                    help="User column (one sequence per user)."),
 ) -> None:
-    """Learn a first-order Markov model (consecutive fixes' cell transitions).
+    """Learn a first-order Markov model (consecutive fixes' cell transitions, per user).
 
     The model is public in the PIM framework: learn it from data you may publish (many
-    users' past trajectories), not from the trajectory you will release.
+    users' past trajectories), not from the trajectory you will release. Each user's fixes
+    (sorted by time) form one sequence; no transition is counted across users or files.
     """
     from ..errors import DataError
-    from ..geo.temporal import MarkovModel, TemporalGrid, to_cells
-    from ..geo.temporal.geolife import iter_geolife
-    from ..geo.temporal.io import read_track
+    from ..geo.temporal import MarkovModel, TemporalGrid
 
     g = TemporalGrid.parse(grid)
     if not output.parent.exists():
         raise DataError(f"--output: folder {str(output.parent)!r} does not exist")
-    seqs = []
-    for p in inputs:
-        if p.is_dir():
-            seqs.extend(to_cells(tr, g) for tr in iter_geolife(p))
-        else:
-            tr = read_track(p)
-            seqs.append(g.cell_of(tr.lon, tr.lat))
+    seqs, n_points, n_inside = _sequences(inputs, g, time_column, user_column)
     m = MarkovModel.from_trajectories(seqs, grid=g, empty_rows=empty_rows, smoothing=smoothing,
-                                      meta={"n_sequences": len(seqs)})
+                                      prior_weight=prior_weight, prior_scale_m=prior_scale,
+                                      meta={"n_sequences": len(seqs), "n_points": n_points,
+                                            "n_points_in_grid": n_inside})
+    if m.meta["n_transitions"] == 0:
+        raise DataError(f"no transition inside the grid: {n_inside} of {n_points} points fall "
+                        f"in it but no two consecutive fixes of one user do")
     m.save(output)
     typer.echo(f"model: {g.nx}x{g.ny} grid, {len(seqs)} sequences, "
-               f"{int(m.meta['n_transitions'])} transitions, {m.meta['n_empty_rows']} empty rows "
-               f"-> {output}")
+               f"{int(m.meta['n_transitions'])} transitions ({n_inside} of {n_points} points "
+               f"in the grid), {m.meta['n_unseen_cells']} cells never left"
+               + (f" (smoothed: prior weight {prior_weight:g})" if prior_weight else "")
+               + f" -> {output}", err=True)
+
+
+def _parse_latlon(text: str, option: str):
+    from ..errors import ParameterError
+
+    try:
+        a, b = (float(v) for v in text.split(","))
+    except ValueError:
+        raise ParameterError(f"{option} must be LAT,LON, got {text!r}") from None
+    return a, b
 
 
 @app.command("release")
 def release_cmd(
-    input: Path = typer.Argument(..., help="A CSV with time,lat,lon (sorted by time) or a "
-                                 "GeoLife .plt file."),
+    input: Path = typer.Argument(..., help="A CSV/Parquet with [user,]t,lat,lon (time-sorted "
+                                 "per user) or a GeoLife .plt file."),
     epsilon: float = EPSILON,
     delta: float = typer.Option(..., "--delta", "-d", help="delta-location set: cells holding "
                                 "1 - delta of the prior mass are protected (0 < delta < 1)."),
@@ -71,17 +132,32 @@ def release_cmd(
     fmt: str = typer.Option("csv", "--format", "-f", help="csv or json."),
     on_invalid: str = typer.Option("error", "--on-invalid", help="NaN or out-of-region points: "
                                    "'error' (default) or 'drop' (counted in the sidecar)."),
-    initial_lonlat: Optional[str] = typer.Option(
-        None, "--initial-lonlat", help="LON,LAT of a PUBLIC starting point (the first prior "
+    initial_latlon: Optional[str] = typer.Option(
+        None, "--initial-latlon", help="LAT,LON of a PUBLIC starting point (the first prior "
         "is its cell). Default: uniform over the grid. Only pass a start the adversary may "
         "know: it is not protected."),
+    initial_lonlat: Optional[str] = typer.Option(
+        None, "--initial-lonlat", hidden=True, help="Deprecated: LON,LAT (use --initial-latlon)."),
+    remap: bool = typer.Option(
+        False, "--remap", help="Optimal remapping (free post-processing): publish, instead of "
+        "each noisy point, the point that minimizes the expected distance to the truth under "
+        "the public model's posterior."),
+    resolution: float = typer.Option(1.0, "--resolution", help="Public output lattice in "
+                                     "metres (float-safe); 0 = raw float output."),
+    time_column: Optional[str] = typer.Option(None, "--time-column", help=TIME_HELP),
+    user_column: str = typer.Option("user", "--user-column",
+                                    help="User column: each user's trajectory is released "
+                                         "separately (epsilon per timestamp per user)."),
     seed: Optional[int] = SEED,
 ) -> None:
     """Release one noisy location per fix: epsilon-DP per timestamp within the delta-set."""
+    import numpy as np
+
     from ..errors import ParameterError
     from ..geo.temporal import MarkovModel, TemporalGrid, release_trajectory
-    from ..geo.temporal.io import clean_track, read_track, released_table, sidecar, write_atomic
-    from ..random import make_rng
+    from ..geo.temporal.io import (clean_track, read_track, released_table, sidecar,
+                                   split_users, write_atomic)
+    from ..random import make_rng, spawn
     from ..release import to_jsonable
     from ..validation import check_choice, check_delta, check_epsilon
 
@@ -90,39 +166,82 @@ def release_cmd(
     check_choice(mechanism, "--mechanism", ("pim", "lm"))
     fmt = check_choice(fmt, "--format", ("csv", "json"))
     check_choice(on_invalid, "--on-invalid", ("error", "drop"))
+    from ..geo.snapping import check_resolution
+    check_resolution(resolution, "--resolution")
     if not output.parent.exists():
         raise ParameterError(f"--output: folder {str(output.parent)!r} does not exist")
+    if initial_latlon is not None and initial_lonlat is not None:
+        raise ParameterError("give --initial-latlon only (--initial-lonlat is deprecated)")
     m = MarkovModel.load(model)
     if grid is not None:
         m.check_grid(TemporalGrid.parse(grid))
-    track = read_track(input)
-    t, cells, dropped = clean_track(track, m.grid, on_invalid=on_invalid)
+    track = read_track(input, time_column=time_column, user_column=user_column)
+    keep, cells_kept, dropped = clean_track(track, m.grid, on_invalid=on_invalid)
     p0 = None
-    if initial_lonlat is not None:
-        import numpy as np
-
-        try:
-            lon0, lat0 = (float(v) for v in initial_lonlat.split(","))
-        except ValueError:
-            raise ParameterError(f"--initial-lonlat must be LON,LAT, got {initial_lonlat!r}"
-                                 ) from None
-        c0 = int(m.grid.cell_of([lon0], [lat0])[0])
+    start = None
+    if initial_latlon is not None:
+        start = _parse_latlon(initial_latlon, "--initial-latlon")
+    elif initial_lonlat is not None:
+        lon0, lat0 = _parse_latlon(initial_lonlat, "--initial-lonlat")
+        start = (lat0, lon0)
+        typer.echo("--initial-lonlat is deprecated (veil uses LAT,LON everywhere): use "
+                   "--initial-latlon", err=True)
+    if start is not None:
+        c0 = int(m.grid.cell_of([start[0]], [start[1]])[0])
         if c0 < 0:
-            raise ParameterError(f"--initial-lonlat {initial_lonlat!r} is outside the grid")
+            raise ParameterError(f"the initial point {start} (lat, lon) is outside the grid")
         p0 = np.zeros(m.grid.n_cells)
         p0[c0] = 1.0
     if dropped:
         typer.echo(f"dropped {dropped} invalid point(s) (NaN or outside the grid)", err=True)
-    r = release_trajectory(cells, model=m, epsilon=epsilon, delta=delta, mechanism=mechanism,
-                           initial=p0, rng=make_rng(seed=seed) if seed is not None else None)
-    meta = r.release.metadata()
+    cells = np.full(track.t.size, -1, dtype=np.int64)
+    cells[keep] = cells_kept
+    groups = [(u, rows[keep[rows]]) for u, rows in split_users(track)]
+    groups = [(u, rows) for u, rows in groups if rows.size]
+    root = make_rng(seed=seed) if seed is not None else make_rng()
+    streams = spawn(root, len(groups))
+    n = int(keep.sum())
+    out_t, out_ll, out_size = np.empty(n), np.empty((n, 2)), np.empty(n, dtype=np.int64)
+    out_user = np.empty(n, dtype=object)
+    pos, budgets, results = 0, [], []
+    for (user, rows), g in zip(groups, streams):
+        r = release_trajectory(cells[rows], model=m, epsilon=epsilon, delta=delta,
+                               mechanism=mechanism, initial=p0, rng=g, resolution_m=resolution,
+                               keep_posteriors=remap)
+        pts = r.released_latlon
+        if remap:
+            from ..geo.remap import remap_trajectory
+            pts = remap_trajectory(r, m.grid).value
+        k = rows.size
+        out_t[pos:pos + k], out_ll[pos:pos + k], out_size[pos:pos + k] = (
+            track.t[rows], pts, r.set_sizes)
+        out_user[pos:pos + k] = user
+        pos += k
+        budgets.append(r.release.epsilon)
+        results.append(r)
+    has_users = any(u for u, _ in groups)
+    first = results[0].release
+    meta = first.metadata()
+    meta["budget"] = {"kind": "pure-dp", "epsilon": float(max(budgets)),
+                      "per": "user (each user's trajectory is released separately; the "
+                             "largest user total is shown)"}
+    meta["parameters"]["n_steps"] = n
+    meta["parameters"]["n_users"] = len(groups)
+    meta["parameters"]["remap"] = bool(remap)
+    meta["budget_split"] = {"each timestamp": float(epsilon),
+                            "users": len(groups),
+                            "total of the longest trajectory": float(max(budgets))}
     meta["input"] = {"path": str(input), "n_points": int(track.t.size),
                      "n_dropped_invalid": dropped}
     meta["seeded"] = seed is not None
-    write_atomic(output, released_table(t, r.released_lonlat, r.set_sizes, fmt))
-    write_atomic(output.with_name(output.name + ".json"), sidecar(to_jsonable(meta)))
-    typer.echo(f"released {t.size} points with {mechanism} (epsilon={epsilon} per step, "
-               f"delta={delta}) -> {output}")
+    sidecar_path = output.with_name(output.name + ".meta.json")
+    write_atomic(output, released_table(out_t, out_ll, out_size, fmt,
+                                        user=out_user if has_users else None))
+    write_atomic(sidecar_path, sidecar(to_jsonable(meta)))
+    typer.echo(f"released {n} points of {len(groups)} user(s) with {mechanism} "
+               f"(epsilon={epsilon} per step, delta={delta}"
+               + (", optimally remapped" if remap else "") + f") -> {output} and "
+               f"{sidecar_path.name}", err=True)
 
 
 def bench(

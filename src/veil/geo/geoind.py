@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..budget import GeoDP
+from ..budget import GeoDP, PureDP
 from ..errors import ParameterError
 from ..random import make_rng
 from ..release import Release
@@ -36,22 +36,51 @@ from ..samplers import planar_laplace_noise
 from ..validation import check_epsilon, check_positive
 from ._kernels import displace_turn, planar_laplace_draws
 from .geometry import EARTH_RADIUS_M, Grid, LocalProjection, Region, check_latlon, destination
+from .snapping import (DEFAULT_RESOLUTION_M, check_resolution, lattice_note,
+                       latlon_snapping_correction, snap_latlon, snap_plane, snapping_correction)
 
 __all__ = [
+    "geo_epsilon",
     "planar_laplace",
     "planar_laplace_xy",
     "discretized_planar_laplace",
     "discretized_planar_laplace_xy",
     "discretization_epsilon",
     "ConsistentObfuscator",
+    "PublicCells",
     "FLOAT64_PRECISION",
 ]
 
 FLOAT64_PRECISION = 2.0 ** -52
 MAX_GRID_CELLS = 20_000_000
 
-_FLOAT_NOTE = ("float64 sampler: the output is a real-valued draw rounded to float64; "
-               "for a guarantee that survives floating point use discretized_planar_laplace")
+_FLOAT_NOTE = ("float64 sampler; for a formal pure guarantee with truncation to a public "
+               "region use discretized_planar_laplace")
+
+#: The float64 planar samplers draw their Gamma(2, 1) length as minus the log of a product
+#: of uniforms that are at least 2^-53 (two of them, or three in the disc sampler), so the
+#: length never exceeds 160 ln 2 < 111 (divided by eps).
+PLANAR_MAX_GAMMA = 111.0
+
+
+def geo_epsilon(epsilon: Any, name: str = "epsilon") -> float:
+    """Epsilon per metre from a float or a :class:`~veil.budget.GeoDP` budget.
+
+    A :class:`~veil.budget.PureDP` budget is refused: geo-indistinguishability is
+    measured per metre, a pure-DP epsilon has no unit of distance.
+
+    Examples
+    --------
+    >>> geo_epsilon(GeoDP(0.01)), geo_epsilon(0.02)
+    (0.01, 0.02)
+    """
+    if isinstance(epsilon, GeoDP):
+        return check_epsilon(epsilon.epsilon_per_metre, name)
+    if isinstance(epsilon, PureDP):
+        raise ParameterError(f"{name}: geo-indistinguishability needs epsilon per metre, e.g. "
+                             f"GeoDP({epsilon.epsilon}/200) for eps = {epsilon.epsilon} at "
+                             f"200 m; got PureDP({epsilon.epsilon})")
+    return check_epsilon(epsilon, name)
 
 
 def _as_points(points: Any, name: str = "points") -> tuple[np.ndarray, np.ndarray]:
@@ -73,7 +102,9 @@ def _points_array(points: Any, name: str = "points") -> np.ndarray:
     return np.ascontiguousarray(a)
 
 
-def planar_laplace(points: Any, *, epsilon: float, rng: np.random.Generator | None = None) -> Release:
+def planar_laplace(points: Any, *, epsilon: float | GeoDP,
+                   rng: np.random.Generator | None = None,
+                   resolution: float = DEFAULT_RESOLUTION_M) -> Release:
     """Obfuscate ``[lat, lon]`` points with eps-geo-indistinguishability (planar Laplace).
 
     Each point gets an independent noise vector: angle uniform on [0, 2 pi),
@@ -84,16 +115,23 @@ def planar_laplace(points: Any, *, epsilon: float, rng: np.random.Generator | No
     distortion). Vectorized (a fused numba kernel when numba is installed).
 
     Privacy: eps-geo-indistinguishability per point, ``epsilon`` per metre
-    (see the module docstring); the whole budget goes to the one draw.
+    (see the module docstring); the whole budget goes to the one draw. Outputs are
+    snapped to the public lat/lon lattice of ``resolution`` metres
+    (:mod:`veil.geo.snapping`: no input-dependent float bits are published); the
+    float64 correction is added to the Release budget (``budget_split``).
 
     Parameters
     ----------
     points : array of shape (n, 2)
-        ``[latitude, longitude]`` in degrees (validated: finite, in range).
-    epsilon : float
+        ``[latitude, longitude]`` in degrees (validated: finite, in range; the poles
+        included).
+    epsilon : float or GeoDP
         Privacy per metre (> 0), e.g. ``math.log(4) / 200``.
     rng : numpy.random.Generator, optional
         OS entropy by default.
+    resolution : float, default 1.0
+        Public output lattice step in metres; ``0`` is the explicit opt-in to raw float64
+        output (which leaks through its low-order bits).
 
     Returns
     -------
@@ -106,19 +144,32 @@ def planar_laplace(points: Any, *, epsilon: float, rng: np.random.Generator | No
     >>> rel = planar_laplace([[48.8566, 2.3522]], epsilon=0.01, rng=make_rng(seed=0))
     >>> rel.value.shape, rel.expected_error["mean_distance_m"]
     ((1, 2), 200.0)
+    >>> rel.parameters["resolution_m"], bool(rel.epsilon > 0.01)
+    (1.0, True)
     """
-    eps = check_epsilon(epsilon, "epsilon")
+    eps = geo_epsilon(epsilon)
+    res = check_resolution(resolution)
+    corr = latlon_snapping_correction(eps, res)
     pts = _points_array(points)
     rng = make_rng(rng)
     n = pts.shape[0]
     u, f = planar_laplace_draws(n, rng)     # uniform direction, Gamma(2, 1) length
-    out = displace_turn(pts, u, f, eps, EARTH_RADIUS_M)
-    return Release(out, "planar-laplace", GeoDP(eps),
+    out = snap_latlon(displace_turn(pts, u, f, eps, EARTH_RADIUS_M), res)
+    return Release(out, "planar-laplace", GeoDP(eps + corr),
                    parameters={"epsilon_per_metre": eps, "n_points": int(n),
-                               "plane": "per-point azimuthal equidistant"},
-                   budget_split={"planar-laplace": eps},
+                               "plane": "per-point azimuthal equidistant",
+                               "resolution_m": res},
+                   budget_split=_split(eps, corr),
                    noise_scale=1.0 / eps, noise_variance=6.0 / eps ** 2,
-                   expected_error=_laplace_error(eps), notes=(_FLOAT_NOTE,))
+                   expected_error=_laplace_error(eps),
+                   notes=(lattice_note(res, corr), _FLOAT_NOTE))
+
+
+def _split(eps: float, corr: float) -> dict[str, float]:
+    d = {"planar-laplace": eps}
+    if corr:
+        d["float64 snapping correction"] = corr
+    return d
 
 
 def _laplace_error(eps: float) -> dict[str, float]:
@@ -128,15 +179,23 @@ def _laplace_error(eps: float) -> dict[str, float]:
             "q99_m": laplace_radius_quantile(0.99, eps)}
 
 
-def planar_laplace_xy(xy: Any, *, epsilon: float, rng: np.random.Generator | None = None) -> Release:
+def planar_laplace_xy(xy: Any, *, epsilon: float | GeoDP,
+                      rng: np.random.Generator | None = None,
+                      resolution: float = DEFAULT_RESOLUTION_M) -> Release:
     """Planar Laplace on planar points in metres, shape ``(n, 2)`` (same guarantee).
+
+    Outputs are snapped to the public lattice ``resolution * Z^2`` (metres; ``0`` = raw
+    float64, an explicit opt-in), with the float64 correction in the budget.
 
     Examples
     --------
-    >>> planar_laplace_xy([[0.0, 0.0]], epsilon=0.1, rng=make_rng(seed=0)).value.shape
-    (1, 2)
+    >>> v = planar_laplace_xy([[0.0, 0.0]], epsilon=0.1, rng=make_rng(seed=0)).value
+    >>> v.shape, bool(np.all(v == np.round(v)))
+    ((1, 2), True)
     """
-    eps = check_epsilon(epsilon, "epsilon")
+    eps = geo_epsilon(epsilon)
+    res = check_resolution(resolution)
+    corr = snapping_correction(eps, res, PLANAR_MAX_GAMMA / eps)
     a = np.asarray(xy, dtype=np.float64)
     if a.ndim == 1 and a.shape[0] == 2:
         a = a.reshape(1, 2)
@@ -144,11 +203,13 @@ def planar_laplace_xy(xy: Any, *, epsilon: float, rng: np.random.Generator | Non
         raise ParameterError(f"xy must be a finite (n, 2) array of metres, got shape {a.shape}")
     rng = make_rng(rng)
     dx, dy = planar_laplace_noise(eps, len(a), rng).T
-    return Release(a + np.column_stack((dx, dy)), "planar-laplace", GeoDP(eps),
-                   parameters={"epsilon_per_metre": eps, "n_points": len(a), "plane": "given"},
-                   budget_split={"planar-laplace": eps}, noise_scale=1.0 / eps,
+    out = snap_plane(a + np.column_stack((dx, dy)), res)
+    return Release(out, "planar-laplace", GeoDP(eps + corr),
+                   parameters={"epsilon_per_metre": eps, "n_points": len(a), "plane": "given",
+                               "resolution_m": res},
+                   budget_split=_split(eps, corr), noise_scale=1.0 / eps,
                    noise_variance=6.0 / eps ** 2, expected_error=_laplace_error(eps),
-                   notes=(_FLOAT_NOTE,))
+                   notes=(lattice_note(res, corr), _FLOAT_NOTE))
 
 
 def discretization_epsilon(epsilon: float, step: float, r_max: float,
@@ -188,7 +249,7 @@ def discretization_epsilon(epsilon: float, step: float, r_max: float,
     return eps + math.log1p(2 * lim / (q - lim)) / u
 
 
-def discretized_planar_laplace(points: Any, *, epsilon: float, grid_step: float,
+def discretized_planar_laplace(points: Any, *, epsilon: float | GeoDP, grid_step: float,
                                region: Region, projection: LocalProjection,
                                rng: np.random.Generator | None = None) -> Release:
     """Planar Laplace with outputs on a public grid inside a public region (float-safe).
@@ -229,7 +290,8 @@ def discretized_planar_laplace(points: Any, *, epsilon: float, grid_step: float,
     return replace(rel, value=np.column_stack((la, lo)), parameters=params)
 
 
-def discretized_planar_laplace_xy(xy: Any, *, epsilon: float, grid_step: float, region: Region,
+def discretized_planar_laplace_xy(xy: Any, *, epsilon: float | GeoDP, grid_step: float,
+                                  region: Region,
                                   rng: np.random.Generator | None = None) -> Release:
     """The discretized, truncated planar Laplace on planar points (metres); see above.
 
@@ -243,7 +305,7 @@ def discretized_planar_laplace_xy(xy: Any, *, epsilon: float, grid_step: float, 
     >>> bool(((rel.value - 5.0) % 10.0 == 0).all())
     True
     """
-    eps = check_epsilon(epsilon, "epsilon")
+    eps = geo_epsilon(epsilon)
     step = check_positive(grid_step, "grid_step")
     if not isinstance(region, Region):
         raise ParameterError(f"region must be a Region (metres in the projection plane), got {region!r}")
@@ -295,73 +357,190 @@ def snap_truncate(z: np.ndarray, grid: Grid, allowed: np.ndarray) -> np.ndarray:
     return out
 
 
-class ConsistentObfuscator:
-    """Planar Laplace with the averaging defence for repeated queries.
+def _key_bytes(user: Any, row: int, col: int, window: int) -> bytes:
+    u = str(user).encode("utf-8")
+    return (len(u).to_bytes(4, "little") + u + int(row).to_bytes(8, "little", signed=True)
+            + int(col).to_bytes(8, "little", signed=True)
+            + int(window).to_bytes(8, "little", signed=True))
 
-    A client that reports its location many times would let an observer
-    average the reports and recover the true point (the mean of n reports is
-    ``2/(eps sqrt(n))``-accurate). This obfuscator derives the noise for a
-    point from a keyed hash of the exact input and the time window
-    ``floor(t / window_s)``: within a window the same input always gets the
-    same output, so repetition reveals nothing more than one report
-    (eps-geo-ind per distinct (input, window)); a new window spends a new
-    eps. The key is secret (random by default; keep it on the device).
+
+class PublicCells:
+    """A public partition of the sphere into cells of about ``cell_m`` x ``cell_m`` metres.
+
+    Rows are latitude bands of ``cell_m`` metres from the south pole; each row is split
+    into ``floor(360 cos(lat_row) / step)`` equal longitude cells (at least one), so cells
+    stay roughly square at every latitude, the poles included. The partition depends on
+    ``cell_m`` only (never on data).
+
+    Examples
+    --------
+    >>> pc = PublicCells(100.0)
+    >>> r, c = pc.cell_of([45.0, 45.00001], [7.0, 7.0])
+    >>> bool(r[0] == r[1] and c[0] == c[1])
+    True
+    >>> lat, lon = pc.centre(r, c)
+    >>> bool(abs(lat[0] - 45.0) < 0.001 and abs(lon[0] - 7.0) < 0.002)
+    True
+    """
+
+    def __init__(self, cell_m: float):
+        self.cell_m = check_positive(cell_m, "cell_m")
+        self.step = self.cell_m / (EARTH_RADIUS_M * math.pi / 180.0)   # degrees of latitude
+        self.n_rows = max(1, math.ceil(180.0 / self.step))
+
+    def _cols(self, row: np.ndarray) -> np.ndarray:
+        lat_c = np.clip(-90.0 + (row + 0.5) * self.step, -90.0, 90.0)
+        return np.maximum(1, np.floor(360.0 * np.cos(np.radians(lat_c)) / self.step)
+                          ).astype(np.int64)
+
+    def cell_of(self, lat: Any, lon: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Row and column of each point (validated lat/lon in degrees)."""
+        la, lo = check_latlon(lat, lon)
+        la, lo = np.atleast_1d(la), np.atleast_1d(lo)
+        row = np.clip(np.floor((la + 90.0) / self.step), 0, self.n_rows - 1).astype(np.int64)
+        ncol = self._cols(row)
+        col = np.floor((lo + 180.0) / 360.0 * ncol).astype(np.int64) % ncol
+        return row, col
+
+    def centre(self, row: Any, col: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Latitude and longitude of the cells' centres."""
+        row = np.asarray(row, dtype=np.int64)
+        col = np.asarray(col, dtype=np.int64)
+        lat = np.clip(-90.0 + (row + 0.5) * self.step, -90.0, 90.0)
+        lon = -180.0 + (col + 0.5) * 360.0 / self._cols(row)
+        return lat, lon
+
+    @property
+    def max_offset_m(self) -> float:
+        """An upper bound on the distance from a point to its cell centre (metres)."""
+        return self.cell_m * math.sqrt(2.0)
+
+
+class ConsistentObfuscator:
+    """Planar Laplace with the averaging defence for repeated reports: one report per
+    (user, public cell, time window).
+
+    A client that reports its location many times would let an observer average the
+    reports and recover the true point (the mean of n independent reports is
+    ``2/(eps sqrt(n))``-accurate). A stationary user with real GPS never reports the same
+    float twice, so caching on the exact input does not help (issue 16: 400 reports with
+    1 m jitter averaged to 11 m from the truth). This obfuscator therefore generalizes each
+    point to its cell of a public partition (:class:`PublicCells`, ``cell_m`` metres) and
+    reports planar Laplace noise around the *cell centre*, drawn from a keyed hash of
+    (user, cell, ``floor(t / window_s)``): within a window every report from the same cell
+    is identical, as Location Guard caches one noisy location per privacy level, and
+    averaging learns nothing more than one report.
+
+    Privacy: each distinct (user, cell, window) spends ``epsilon`` once (planar Laplace
+    around the public cell centre, snapped to the public ``resolution`` lattice); two
+    points of the same cell are perfectly indistinguishable, and points ``d`` metres apart
+    in different cells are ``eps (d + 2 sqrt(2) cell_m)``-indistinguishable (their centres
+    are at most ``d + 2 sqrt(2) cell_m`` apart). The key is secret (random by default; keep
+    it on the device); users are keyed separately, so two users in the same cell get
+    independent reports.
 
     Parameters
     ----------
-    epsilon : float
+    epsilon : float or GeoDP
         Per metre.
     window_s : float
         Length of a time window in seconds.
+    cell_m : float, default 100
+        Side of the public cells (metres); a larger cell tolerates more GPS jitter and
+        movement and costs up to ``cell_m / sqrt(2)`` more error.
     key : bytes, optional
-        32 secret bytes; default ``os.urandom(32)``. Never publish it.
+        At least 16 secret bytes; default ``os.urandom(32)``. Never publish it.
+    resolution : float, default 1.0
+        Public output lattice (metres); see :mod:`veil.geo.snapping`.
 
     Examples
     --------
     >>> ob = ConsistentObfuscator(epsilon=0.01, window_s=3600)
-    >>> a = ob.obfuscate([[45.0, 7.0], [45.0, 7.0]], t=[10.0, 20.0]).value
+    >>> a = ob.obfuscate([[45.0, 7.0], [45.000003, 7.000004]], t=[10.0, 20.0]).value
     >>> bool((a[0] == a[1]).all())
     True
     """
 
-    def __init__(self, *, epsilon: float, window_s: float, key: bytes | None = None):
-        self.epsilon = check_epsilon(epsilon, "epsilon")
+    def __init__(self, *, epsilon: float | GeoDP, window_s: float, cell_m: float = 100.0,
+                 key: bytes | None = None, resolution: float = DEFAULT_RESOLUTION_M):
+        self.epsilon = geo_epsilon(epsilon, "epsilon")
         self.window_s = check_positive(window_s, "window_s")
+        self.cells = PublicCells(cell_m)
+        self.resolution = check_resolution(resolution)
+        self._corr = latlon_snapping_correction(self.epsilon, self.resolution)
         if key is None:
             key = os.urandom(32)
         if not isinstance(key, bytes | bytearray) or len(key) < 16:
             raise ParameterError("key must be at least 16 secret bytes")
         self._key = bytes(key)
 
-    def _seed(self, lat: float, lon: float, window: int) -> int:
-        h = hashlib.blake2b(np.array([lat, lon], dtype=np.float64).tobytes()
-                            + int(window).to_bytes(8, "little", signed=True),
-                            key=self._key[:64], digest_size=16)
+    @property
+    def cell_m(self) -> float:
+        return self.cells.cell_m
+
+    def _seed(self, user: Any, row: int, col: int, window: int) -> int:
+        h = hashlib.blake2b(_key_bytes(user, row, col, window), key=self._key[:64],
+                            digest_size=16)
         return int.from_bytes(h.digest(), "little")
 
-    def obfuscate(self, points: Any, *, t: Any) -> Release:
-        """Report each ``[lat, lon]`` at time ``t`` (seconds); repeated inputs repeat outputs."""
+    def draws(self, users: Any, rows: np.ndarray, cols: np.ndarray, windows: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """The keyed planar Laplace draws ``(u, f)`` for each distinct key (see
+        :func:`veil.geo._kernels.planar_laplace_draws`)."""
+        n = len(rows)
+        u = np.empty(n)
+        f = np.empty(n)
+        for k in range(n):  # one keyed hash per distinct (user, cell, window)
+            g = np.random.Generator(np.random.PCG64(self._seed(users[k], rows[k], cols[k],
+                                                               windows[k])))
+            uu, ff = planar_laplace_draws(1, g)
+            u[k], f[k] = uu[0], ff[0]
+        return u, f
+
+    def obfuscate(self, points: Any, *, t: Any, user: Any = None) -> Release:
+        """Report each ``[lat, lon]`` at time ``t`` (seconds) for ``user`` (one label per
+        point, or one for all; default: a single user). Repeated (user, cell, window)
+        keys repeat their report."""
         lat, lon = _as_points(points)
         tt = np.asarray(t, dtype=np.float64).reshape(-1)
         if tt.size == 1 and lat.size > 1:
             tt = np.full(lat.size, tt[0])
         if tt.shape != lat.shape or not np.isfinite(tt).all():
             raise ParameterError("t must be finite times, one per point (or one for all)")
+        if user is None:
+            users = np.full(lat.size, "", dtype=object)
+        else:
+            users = np.asarray(user, dtype=object).reshape(-1)
+            if users.size == 1 and lat.size > 1:
+                users = np.full(lat.size, users[0], dtype=object)
+            if users.shape != lat.shape:
+                raise ParameterError(f"user must have one label per point ({lat.size}), got "
+                                     f"{users.size}")
         windows = np.floor(tt / self.window_s).astype(np.int64)
-        keys = np.column_stack((lat, lon, windows.astype(np.float64)))
-        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-        u = np.empty((len(uniq), 2))
-        for k, (la, lo, w) in enumerate(uniq):  # one keyed hash per distinct (point, window)
-            g = np.random.Generator(np.random.PCG64(self._seed(la, lo, int(w))))
-            u[k] = (g.uniform(0, 2 * np.pi), g.gamma(2.0, 1.0 / self.epsilon))
-        theta, r = u[inv.ravel(), 0], u[inv.ravel(), 1]
-        la, lo = destination(lat, lon, r * np.cos(theta), r * np.sin(theta))
+        rows, cols = self.cells.cell_of(lat, lon)
+        _, ucode = np.unique(users.astype(str), return_inverse=True)
+        keys = np.column_stack((ucode.ravel(), rows, cols, windows))
+        uniq, first, inv = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        inv = inv.ravel()
+        u, f = self.draws(users[first], uniq[:, 1], uniq[:, 2], uniq[:, 3])
+        clat, clon = self.cells.centre(uniq[:, 1], uniq[:, 2])
+        z = displace_turn(np.column_stack((clat, clon)), u, f, self.epsilon, EARTH_RADIUS_M,
+                          use_numba=False)
+        z = snap_latlon(z, self.resolution)[inv]
         eps = self.epsilon
-        return Release(np.column_stack((la, lo)), "planar-laplace-consistent", GeoDP(eps),
+        n_users = int(len(np.unique(ucode)))
+        return Release(z, "planar-laplace-consistent", GeoDP(eps + self._corr),
                        parameters={"epsilon_per_metre": eps, "window_s": self.window_s,
-                                   "n_points": int(lat.size), "n_distinct": int(len(uniq))},
-                       budget_split={"planar-laplace per distinct (point, window)": eps},
+                                   "cell_m": self.cell_m, "resolution_m": self.resolution,
+                                   "n_points": int(lat.size), "n_users": n_users,
+                                   "n_distinct": int(len(uniq))},
+                       budget_split={"planar-laplace per distinct (user, cell, window)": eps,
+                                     **({"float64 snapping correction": self._corr}
+                                        if self._corr else {})},
                        noise_scale=1.0 / eps, noise_variance=6.0 / eps ** 2,
                        expected_error=_laplace_error(eps),
-                       notes=("same input within a window -> same output (averaging defence)",
-                              "each distinct (point, window) spends eps", _FLOAT_NOTE))
+                       notes=("same (user, public cell, window) -> same output (averaging "
+                              "defence); noise is added to the public cell centre",
+                              f"each distinct (user, cell, window) spends eps; "
+                              f"{len(uniq)} distinct over {lat.size} reports",
+                              lattice_note(self.resolution, self._corr)))

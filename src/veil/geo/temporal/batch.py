@@ -69,7 +69,7 @@ def validate_job_params(p: dict[str, Any]) -> dict[str, Any]:
 
 def release_bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
                    rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Release every user's trajectory in one bucket; returns user, t, lon, lat, set_size.
+    """Release every user's trajectory in one bucket; returns user, t, lat, lon, set_size.
 
     Why private: each user's release is the per-timestamp eps-DP PIM/LM loop (see
     :func:`release_trajectory`) run on that user's data only, with an independent random
@@ -78,22 +78,22 @@ def release_bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
     Examples
     --------
     >>> from veil.geo.temporal import TemporalGrid, MarkovModel
-    >>> g = TemporalGrid(lon_min=0.0, lat_min=0.0, lon_max=0.05, lat_max=0.05, nx=5, ny=5)
+    >>> g = TemporalGrid(lat_min=0.0, lon_min=0.0, lat_max=0.05, lon_max=0.05, nx=5, ny=5)
     >>> m = MarkovModel.from_trajectories([[0, 1, 2, 7, 12]], grid=g)
-    >>> lonlat = g.to_lonlat(g.centers_m[[0, 1, 2, 0, 5]])
+    >>> latlon = g.to_latlon(g.centers_m[[0, 1, 2, 0, 5]])
     >>> arrays = {"user": np.array([0, 0, 0, 1, 1]), "t": np.arange(5.0),
-    ...           "lon": lonlat[:, 0], "lat": lonlat[:, 1]}
+    ...           "lat": latlon[:, 0], "lon": latlon[:, 1]}
     >>> out = release_bucket(arrays, validate_params({"model": m, "epsilon": 1, "delta": 0.1}),
     ...                      np.random.default_rng(0))
-    >>> out["user"].tolist(), out["lon"].shape
-    ([0, 0, 0, 1, 1], (5,))
+    >>> out["user"].tolist(), list(out)
+    ([0, 0, 0, 1, 1], ['user', 't', 'lat', 'lon', 'set_size'])
     """
     model = params["model"]
     if not isinstance(model, MarkovModel):  # a path: load once per worker process
         model = _load_model(str(model))
     user = np.asarray(arrays["user"])
     t = np.asarray(arrays["t"], dtype=np.float64)
-    cells = model.grid.cell_of(arrays["lon"], arrays["lat"])
+    cells = model.grid.cell_of(arrays["lat"], arrays["lon"])
     bad = cells < 0
     if bad.any() and params.get("on_invalid", "error") == "error":
         i = int(np.flatnonzero(bad)[0])
@@ -102,7 +102,7 @@ def release_bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
     keep = ~bad
     user, t, cells = user[keep], t[keep], cells[keep]
     if user.size == 0:
-        return {"user": user, "t": t, "lon": t.copy(), "lat": t.copy(),
+        return {"user": user, "t": t, "lat": t.copy(), "lon": t.copy(),
                 "set_size": np.zeros(0, np.int64)}
     starts = np.flatnonzero(np.r_[True, user[1:] != user[:-1]])
     ends = np.r_[starts[1:], user.size]
@@ -115,6 +115,6 @@ def release_bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
             raise DataError(f"timestamps of user code {user[a]} are not sorted")
         r = release_trajectory(cells[a:b], model=model, epsilon=params["epsilon"],
                                delta=params["delta"], mechanism=params["mechanism"], rng=g)
-        lon[a:b], lat[a:b] = r.released_lonlat[:, 0], r.released_lonlat[:, 1]
+        lat[a:b], lon[a:b] = r.released_latlon[:, 0], r.released_latlon[:, 1]
         size[a:b] = r.set_sizes
-    return {"user": user, "t": t, "lon": lon, "lat": lat, "set_size": size}
+    return {"user": user, "t": t, "lat": lat, "lon": lon, "set_size": size}

@@ -23,13 +23,13 @@ _DAY_S = 86400.0
 
 @dataclass
 class GeoLifeTrajectory:
-    """One GeoLife file: user id, file name, time (s), longitude, latitude (degrees)."""
+    """One GeoLife file: user id, file name, time (s), latitude, longitude (degrees)."""
 
     user: str
     name: str
     t: np.ndarray
-    lon: np.ndarray
     lat: np.ndarray
+    lon: np.ndarray
 
     def __len__(self) -> int:
         return self.t.size
@@ -47,7 +47,7 @@ def read_plt(path: str | Path) -> GeoLifeTrajectory:
         raise DataError(f"cannot parse this GeoLife file: {exc}", path=str(path)) from None
     user = path.parent.parent.name if path.parent.name.lower() == "trajectory" else ""
     return GeoLifeTrajectory(user=user, name=path.stem, t=df["days"].to_numpy() * _DAY_S,
-                             lon=df["lon"].to_numpy(), lat=df["lat"].to_numpy())
+                             lat=df["lat"].to_numpy(), lon=df["lon"].to_numpy())
 
 
 def iter_geolife(folder: str | Path) -> Iterator[GeoLifeTrajectory]:
@@ -80,4 +80,4 @@ def downsample(t: np.ndarray, step_s: float) -> np.ndarray:
 def to_cells(traj: GeoLifeTrajectory, grid: TemporalGrid, *, step_s: float = 0.0) -> np.ndarray:
     """Cells of a trajectory's fixes (after optional downsampling); -1 outside the grid."""
     idx = downsample(traj.t, step_s)
-    return grid.cell_of(traj.lon[idx], traj.lat[idx])
+    return grid.cell_of(traj.lat[idx], traj.lon[idx])

@@ -28,8 +28,11 @@ from ...random import make_rng
 from ...release import Release
 from ...samplers import uniform_in_convex_polygon
 from ...validation import check_epsilon, check_finite_array
+from ..snapping import DEFAULT_RESOLUTION_M, check_resolution, lattice_note, snap_plane, \
+    snapping_correction
 
 __all__ = ["SensitivityHull", "sensitivity_hull", "knorm_noise", "PlanarIsotropicMechanism",
+           "pure_epsilon",
            "L1LaplaceMechanism", "MECHANISMS"]
 
 
@@ -284,17 +287,71 @@ def _l1_hull(s: float) -> SensitivityHull:
     return SensitivityHull(np.array([[s, 0.0], [0.0, s], [-s, 0.0], [0.0, -s]]))
 
 
+def pure_epsilon(epsilon: Any, name: str = "epsilon") -> float:
+    """Epsilon from a float or a :class:`~veil.budget.PureDP` budget (GeoDP refused).
+
+    Examples
+    --------
+    >>> pure_epsilon(PureDP(0.5)), pure_epsilon(1)
+    (0.5, 1.0)
+    """
+    from ...budget import GeoDP
+
+    if isinstance(epsilon, PureDP):
+        return check_epsilon(epsilon.epsilon, name)
+    if isinstance(epsilon, GeoDP):
+        raise ParameterError(f"{name}: PIM and LM are epsilon-DP among the cells of the "
+                             f"delta-location set (a pure-DP epsilon per timestamp); got "
+                             f"GeoDP({epsilon.epsilon_per_metre}) per metre, use PureDP(eps)")
+    return check_epsilon(epsilon, name)
+
+
+#: Bounds on the float64 samplers' radius (multiples of 1/eps): numpy's Gamma(3) draws are
+#: at most ~149 (Marsaglia-Tsang on a ziggurat normal whose tail is below 14), its Laplace
+#: draws at most 37 scales (a log of a uniform >= 2^-53).
+_GAMMA3_MAX = 150.0
+_LAPLACE_MAX = 37.0
+
+
 class _Mechanism:
     name = ""
 
-    def __init__(self, *, epsilon: float, pad: tuple[float, float] | None = None):
-        self.epsilon = check_epsilon(epsilon)
+    def __init__(self, *, epsilon: float | PureDP, pad: tuple[float, float] | None = None,
+                 resolution: float = DEFAULT_RESOLUTION_M):
+        self.epsilon = pure_epsilon(epsilon)
         if pad is not None:
             arr = check_finite_array(pad, "pad", ndim=1)
             if arr.shape != (2,) or not (arr > 0).all():
                 raise ParameterError(f"pad must be two positive numbers (w, h), got {pad!r}")
             pad = (float(arr[0]), float(arr[1]))
         self.pad = pad
+        self.resolution = check_resolution(resolution)
+
+    def snap(self, z: np.ndarray) -> np.ndarray:
+        """Round released points to the public lattice ``resolution * Z^2``."""
+        return snap_plane(z, self.resolution)
+
+    def _max_displacement(self, hull: SensitivityHull) -> float:
+        raise NotImplementedError
+
+    def float_correction(self, hull: SensitivityHull, points: np.ndarray) -> float:
+        """The additive float64 correction to ``epsilon`` of a snapped release on this set.
+
+        Andres et al.'s argument (CCS 2013, Sec. 5) for a lattice of step ``u``: a lattice
+        cell's probability is mis-computed only through draws within float rounding
+        distance of its boundary, so every ratio of output probabilities exceeds the ideal
+        one by at most the factor ``(q + 2 e^{eps_m u}) / (q - 2 e^{eps_m u})``, with
+        ``q = u / (2 r_max p)`` (``r_max`` the sampler's largest displacement, ``p`` the
+        relative float precision) and ``eps_m = eps / r_in`` the largest loss per unit of
+        distance (``r_in`` the inradius of the noise ball). The log of that factor is
+        added to ``epsilon`` (about 1e-8 for metre lattices on city grids).
+        """
+        if self.resolution == 0:
+            return 0.0
+        r_in = float((hull.offsets / np.hypot(hull.normals[:, 0], hull.normals[:, 1])).min())
+        corr_m = snapping_correction(self.epsilon / r_in, self.resolution,
+                                     self._max_displacement(hull))
+        return corr_m * self.resolution
 
     def noise_hull(self, points: np.ndarray, *, validate: bool = True) -> SensitivityHull:
         """The norm ball whose K-norm density this mechanism's noise has."""
@@ -320,14 +377,29 @@ class _Mechanism:
             raise ParameterError("x must be one of the points of location_set (use the "
                                  "surrogate: the nearest point of the set)")
         hull = self.noise_hull(pts)
-        z = x + self.noise(hull, 1, make_rng(rng))[0]
-        return Release(value=z, mechanism=self.name, budget=PureDP(self.epsilon),
-                       parameters=self._params(hull, pts.shape[0]),
-                       budget_split={"release": self.epsilon},
+        z = self.snap(x + self.noise(hull, 1, make_rng(rng))[0])
+        corr = self.float_correction(hull, pts)
+        split = {"release": self.epsilon}
+        if corr:
+            split["float64 snapping correction"] = corr
+        params = self._params(hull, pts.shape[0])
+        params["resolution"] = self.resolution
+        return Release(value=z, mechanism=self.name, budget=PureDP(self.epsilon + corr),
+                       parameters=params, budget_split=split,
                        noise_scale=self._scale(hull),
                        expected_error={"mean_norm_K": 2.0 / self.epsilon},
                        notes=("eps-DP among the points of location_set (delta-location set); "
-                              "float64 sampler",))
+                              "float64 sampler",
+                              lattice_note(self.resolution, corr).replace(" m ", " ")))
+
+    def sample(self, x: Any, *, location_set: Any, size: int,
+               rng: np.random.Generator | None = None) -> np.ndarray:
+        """``size`` independent releases of ``x`` (the same law as :meth:`release`,
+        snapped to the same lattice), shape ``(size, 2)``: for audits and simulations."""
+        pts = check_finite_array(location_set, "location_set", ndim=2)
+        x = check_finite_array(x, "x", ndim=1)
+        hull = self.noise_hull(pts)
+        return self.snap(x + self.noise(hull, int(size), make_rng(rng)))
 
     def _params(self, hull: SensitivityHull, n: int) -> dict[str, Any]:
         return {"epsilon": self.epsilon, "set_size": n, "hull_area_m2": hull.area,
@@ -360,6 +432,11 @@ class PlanarIsotropicMechanism(_Mechanism):
         Budget per release (> 0).
     pad : (float, float), optional
         Public padding for degenerate sets (the grid cell size in metres).
+    resolution : float, default 1.0
+        Released points are snapped to the public lattice ``resolution * Z^2`` (units of
+        the plane, metres in veil's grids), so no input-dependent float bits are
+        published; the float64 correction is added to the Release budget. ``0`` is the
+        explicit opt-in to raw float64 output (:mod:`veil.geo.snapping`).
 
     Examples
     --------
@@ -374,6 +451,9 @@ class PlanarIsotropicMechanism(_Mechanism):
 
     def noise_hull(self, points: np.ndarray, *, validate: bool = True) -> SensitivityHull:
         return sensitivity_hull(points, pad=self.pad, validate=validate)
+
+    def _max_displacement(self, hull: SensitivityHull) -> float:
+        return _GAMMA3_MAX / self.epsilon * float(np.hypot(*hull.vertices.T).max())
 
     def noise(self, hull: SensitivityHull, size: int, rng: np.random.Generator) -> np.ndarray:
         return knorm_noise(hull, self.epsilon, size, rng)
@@ -390,7 +470,9 @@ class L1LaplaceMechanism(_Mechanism):
     Why it is private: ``||x - x'||_1 <= S`` on the set, so the density ratio is at
     most ``exp(eps ||x - x'||_1 / S) <= e^eps``; the whole ``eps`` is spent on one
     draw per timestamp. Degenerate sets use the padded hull's L1 radius (``S`` only
-    grows), so a single cell gets ``S = w + h``.
+    grows), so a single cell gets ``S = w + h``. Outputs are snapped to the public
+    ``resolution`` lattice as for PIM (the raw ``x + numpy Laplace`` let an attacker rule
+    out inputs through float rounding).
 
     Examples
     --------
@@ -407,6 +489,9 @@ class L1LaplaceMechanism(_Mechanism):
 
     def noise(self, hull: SensitivityHull, size: int, rng: np.random.Generator) -> np.ndarray:
         return rng.laplace(0.0, _l1_radius(hull) / self.epsilon, size=(size, 2))
+
+    def _max_displacement(self, hull: SensitivityHull) -> float:
+        return _LAPLACE_MAX * math.sqrt(2.0) * _l1_radius(hull) / self.epsilon
 
     def _params(self, hull: SensitivityHull, n: int) -> dict[str, Any]:
         d = super()._params(hull, n)

@@ -25,7 +25,7 @@ from ...random import make_rng
 from ...release import Release
 from ...validation import check_choice, check_delta, check_epsilon, check_finite_array
 from .hmm import delta_location_set, grid_surrogates, posterior_update
-from .knorm import MECHANISMS
+from .knorm import MECHANISMS, pure_epsilon
 from .markov import MarkovModel
 
 __all__ = ["TrajectoryRelease", "release_trajectory", "ReleaseStepper"]
@@ -37,8 +37,9 @@ class TrajectoryRelease:
 
     Attributes
     ----------
-    released_m : (T, 2) released points in the grid's metric plane.
-    released_lonlat : (T, 2) the same as (lon, lat).
+    released_m : (T, 2) released points in the grid's metric plane (x east, y north).
+    released_latlon : (T, 2) the same as ``[lat, lon]`` (``released_lonlat``: deprecated
+        alias in the old (lon, lat) order).
     true_cells, released_cells : (T,) the true cell and the cell actually perturbed
         (the surrogate after a drift).
     drift : (T,) bool -- the true cell was outside the delta-location set.
@@ -51,7 +52,7 @@ class TrajectoryRelease:
     """
 
     released_m: np.ndarray
-    released_lonlat: np.ndarray
+    released_latlon: np.ndarray
     true_cells: np.ndarray
     released_cells: np.ndarray
     drift: np.ndarray
@@ -64,6 +65,15 @@ class TrajectoryRelease:
     release: Release
     posteriors: np.ndarray | None = None
     log_likelihoods: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def released_lonlat(self) -> np.ndarray:
+        """Deprecated: the released points as ``[lon, lat]`` (use ``released_latlon``)."""
+        import warnings
+
+        warnings.warn("TrajectoryRelease.released_lonlat is deprecated: veil uses (lat, lon) "
+                      "everywhere; use released_latlon", DeprecationWarning, stacklevel=2)
+        return self.released_latlon[:, ::-1]
 
     @property
     def drift_ratio(self) -> float:
@@ -91,9 +101,10 @@ class ReleaseStepper:
     keep_likelihoods : bool
         Also return each step's log-likelihood vector (for audits/tests).
     resolution_m : float, default 1.0
-        Released points are rounded to this public lattice (metres; 0 disables), so the
-        low-order bits of the float64 sample are not published (post-processing; it
-        reduces, but does not formally remove, floating-point leakage).
+        Released points are snapped to this public lattice (metres), so the low-order bits
+        of the float64 sample are not published; the float64 correction of each step
+        (:meth:`PlanarIsotropicMechanism.float_correction`) is added to the budget. ``0``
+        is the explicit opt-in to raw float output (:mod:`veil.geo.snapping`).
     """
 
     def __init__(self, *, model: MarkovModel, epsilon: float, delta: float,
@@ -102,11 +113,12 @@ class ReleaseStepper:
         if not isinstance(model, MarkovModel):
             raise ParameterError(f"model must be a MarkovModel, got {type(model).__name__}")
         self.model = model
-        self.epsilon = check_epsilon(epsilon)
+        self.epsilon = pure_epsilon(epsilon)
         self.delta = check_delta(delta)
         self.mechanism_name = check_choice(mechanism, "mechanism", tuple(MECHANISMS))
         self.mech = MECHANISMS[self.mechanism_name](epsilon=self.epsilon,
-                                                    pad=model.grid.cell_size_m)
+                                                    pad=model.grid.cell_size_m,
+                                                    resolution=resolution_m)
         m = model.n_cells
         if initial is None:
             p0 = np.full(m, 1.0 / m)
@@ -117,10 +129,7 @@ class ReleaseStepper:
                                      " positive sum")
             p0 = p0 / p0.sum()
         self.initial = p0
-        res = float(resolution_m)
-        if not (res >= 0 and np.isfinite(res)):
-            raise ParameterError(f"resolution_m must be a finite number >= 0, got {resolution_m!r}")
-        self.resolution = res
+        self.resolution = self.mech.resolution
         self.centers = model.grid.centers_m
         self.keep_likelihoods = keep_likelihoods
         self.reset()
@@ -150,9 +159,8 @@ class ReleaseStepper:
         drift = not in_set[true_cell]
         used = int(sur[true_cell])
         hull = self.mech.noise_hull(self.centers[self._hull_candidates(dset)], validate=False)
-        z = self.centers[used] + self.mech.noise(hull, 1, rng)[0]
-        if self.resolution > 0:
-            z = np.round(z / self.resolution) * self.resolution
+        z = self.mech.snap(self.centers[used] + self.mech.noise(hull, 1, rng)[0])
+        corr = self.mech.float_correction(hull, pts)
         # likelihood of z for every possible cell: the mechanism's density around the
         # cell itself (cells of the set) or around its surrogate (other cells)
         support = np.flatnonzero(prior > 0)
@@ -162,7 +170,7 @@ class ReleaseStepper:
         ll[support] = ll_cells[sur[support]]
         post = posterior_update(prior, ll)
         self.posterior = post
-        return {"z": z, "drift": drift, "used": used, "set_size": dset.size,
+        return {"z": z, "drift": drift, "used": used, "set_size": dset.size, "correction": corr,
                 "area": hull.area, "degenerate": hull.degenerate or "",
                 "scale": self.mech._scale(hull), "posterior": post,
                 "ll": ll if self.keep_likelihoods else None}
@@ -190,8 +198,10 @@ def release_trajectory(cells: Any, *, model: MarkovModel, epsilon: float, delta:
     cells : array (T,) of int
         The true cells (``model.grid`` indices), in time order.
     model : MarkovModel
-    epsilon, delta : float
-        Budget per timestamp; delta in (0, 1).
+    epsilon : float or PureDP
+        Budget per timestamp.
+    delta : float
+        In (0, 1).
     mechanism : {"pim", "lm"}
     initial : array (m,), optional
         Public initial distribution (default uniform).
@@ -199,7 +209,8 @@ def release_trajectory(cells: Any, *, model: MarkovModel, epsilon: float, delta:
     keep_posteriors : bool
         Keep the (T, m) posterior matrix.
     resolution_m : float, default 1.0
-        Released points are rounded to this lattice in the metric plane (0: no rounding).
+        Released points are snapped to this public lattice in the metric plane; the
+        float64 correction is in the budget (0: raw float output, an explicit opt-in).
 
     Returns
     -------
@@ -208,7 +219,7 @@ def release_trajectory(cells: Any, *, model: MarkovModel, epsilon: float, delta:
     Examples
     --------
     >>> from veil.geo.temporal import TemporalGrid, MarkovModel
-    >>> g = TemporalGrid(lon_min=0.0, lat_min=0.0, lon_max=0.05, lat_max=0.05, nx=5, ny=5)
+    >>> g = TemporalGrid(lat_min=0.0, lon_min=0.0, lat_max=0.05, lon_max=0.05, nx=5, ny=5)
     >>> m = MarkovModel.from_trajectories([[0, 1, 2, 7, 12, 13, 18, 24]], grid=g)
     >>> r = release_trajectory([0, 1, 2, 7], model=m, epsilon=1.0, delta=0.05,
     ...                        rng=make_rng(seed=0))
@@ -218,6 +229,7 @@ def release_trajectory(cells: Any, *, model: MarkovModel, epsilon: float, delta:
     stepper = ReleaseStepper(model=model, epsilon=epsilon, delta=delta, mechanism=mechanism,
                              initial=initial, keep_likelihoods=keep_likelihoods,
                              resolution_m=resolution_m)
+    eps = stepper.epsilon
     c = np.asarray(cells)
     if c.ndim != 1 or c.size == 0 or not np.issubdtype(c.dtype, np.integer):
         raise ParameterError(f"cells must be a non-empty 1-d integer array, got dtype {c.dtype} "
@@ -238,12 +250,14 @@ def release_trajectory(cells: Any, *, model: MarkovModel, epsilon: float, delta:
     degen = np.empty(t_len, dtype=object)
     amap = np.empty(t_len, dtype=np.int64)
     aerr = np.empty(t_len)
+    corr = np.zeros(t_len)
     posts = np.empty((t_len, m)) if keep_posteriors else None
     lls = np.empty((t_len, m)) if keep_likelihoods else None
     centers = model.grid.centers_m
     for t in range(t_len):
         s = stepper.step(int(c[t]), rng)
         z[t], used[t], drift[t], sizes[t] = s["z"], s["used"], s["drift"], s["set_size"]
+        corr[t] = s["correction"]
         areas[t], scales[t], degen[t] = s["area"], s["scale"], s["degenerate"]
         post = s["posterior"]
         nz = np.flatnonzero(post)
@@ -253,24 +267,28 @@ def release_trajectory(cells: Any, *, model: MarkovModel, epsilon: float, delta:
             posts[t] = post
         if lls is not None:
             lls[t] = s["ll"]
-    lonlat = model.grid.to_lonlat(z)
+    latlon = model.grid.to_latlon(z)
+    corr_total = float(corr.sum())
+    split = {f"each of {t_len} timestamps": eps}
+    if corr_total:
+        split["float64 snapping correction (all steps)"] = corr_total
     rel = Release(
-        value=lonlat, mechanism=f"{stepper.mechanism_name}-temporal",
-        budget=PureDP(epsilon * t_len),
-        parameters={"epsilon_per_step": epsilon, "delta": delta, "mechanism":
+        value=latlon, mechanism=f"{stepper.mechanism_name}-temporal",
+        budget=PureDP(eps * t_len + corr_total),
+        parameters={"epsilon_per_step": eps, "delta": delta, "mechanism":
                     stepper.mechanism_name, "n_steps": t_len, "grid": model.grid.to_dict(),
                     "initial": "uniform" if initial is None else "given",
                     "resolution_m": stepper.resolution,
                     "median_set_size": float(np.median(sizes)),
                     "n_degenerate": int(sum(bool(d) for d in degen))},
-        budget_split={f"each of {t_len} timestamps": epsilon},
+        budget_split=split,
         noise_scale=float(np.median(scales)),
-        expected_error={"mean_norm_K_per_step": 2.0 / epsilon},
-        notes=(f"each step is {epsilon}-DP among the cells of its delta-location set "
-               f"(delta={delta}); total {epsilon * t_len} over {t_len} steps by composition",
+        expected_error={"mean_norm_K_per_step": 2.0 / eps},
+        notes=(f"each step is {eps}-DP among the cells of its delta-location set "
+               f"(delta={delta}); total {eps * t_len} over {t_len} steps by composition",
                "released points are noisy cell centres (the true location is discretised "
                "to the public grid first); float64 sampler"))
-    return TrajectoryRelease(released_m=z, released_lonlat=lonlat, true_cells=c.astype(np.int64),
+    return TrajectoryRelease(released_m=z, released_latlon=latlon, true_cells=c.astype(np.int64),
                              released_cells=used, drift=drift, set_sizes=sizes,
                              hull_areas_m2=areas, noise_scales_m=scales,
                              degenerate=degen.astype(str), adversary_map=amap,
