@@ -24,11 +24,13 @@ import numpy as np
 from ..audit import (AuditResult, Event, TestResult, check_on_grid, conformance_ks,
                      dp_ratio_audit, events_balls, events_lr_levels)
 from ..distances import EARTH_RADIUS_M
-from .geoind import discretization_epsilon, discretized_planar_laplace_xy, planar_laplace
+from .geoind import (discretization_epsilon, discretized_planar_laplace_xy, planar_laplace,
+                     planar_laplace_xy)
 from .geometry import Box, LocalProjection, aeqd_forward, destination
 from .metrics import laplace_radius_cdf
 
-__all__ = ["EPS", "N", "A", "POLE", "pair", "audit_pole", "AUDITS", "CANARIES", "CONFORMANCE", "CONFORMANCE_CANARIES",
+__all__ = ["EPS", "N", "A", "POLE", "pair", "audit_pole", "float_attack", "float_events",
+           "FLOAT_ATTACK_KINDS", "AUDITS", "CANARIES", "CONFORMANCE", "CONFORMANCE_CANARIES",
            "audit_discretized_on_grid"]
 
 EPS = 0.01
@@ -215,3 +217,75 @@ def audit_discretized_on_grid(seed: int = 3, n: int = 20_000) -> TestResult:
                        atol=1e-6)
     inside = bool(REGION.contains(xy).all())
     return TestResult(on.passed and inside, "on-grid-in-region", on.statistic)
+
+
+# --- float attack: what a float64 output reveals beyond the mechanism's law -----------------
+def float_events(a: np.ndarray, b: np.ndarray) -> list[Event]:
+    """Events that see floating-point patterns (fixed before sampling).
+
+    ``reach(v)``: every coordinate of ``z`` satisfies ``fl(fl(z - v) + v) == z``, the test
+    by which an attacker rules out inputs ``v`` that cannot have produced ``z`` with a
+    float64 ``v + noise`` (Mironov 2012); its complement; and the parity of the last
+    mantissa bit of each coordinate. A lattice output makes them all functions of the
+    lattice point, whose law is the mechanism's.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+
+    def reach(v):
+        return lambda z: np.all((z - v) + v == z, axis=1)
+
+    ev = []
+    for name, v in (("A", a), ("B", b)):
+        ev.append(Event(f"reach({name})", reach(v)))
+        ev.append(Event(f"not reach({name})", lambda z, f=reach(v): ~f(z)))
+    for j in (0, 1):
+        ev.append(Event(f"lsb{j} even", lambda z, j=j: (np.ascontiguousarray(z[:, j]).view(
+            np.int64) & 1) == 0))
+        ev.append(Event(f"lsb{j} odd", lambda z, j=j: (np.ascontiguousarray(z[:, j]).view(
+            np.int64) & 1) == 1))
+    return ev
+
+
+def _float_samplers(kind: str, resolution: float):
+    """(sample_a, sample_b, a, b, claimed eps) for one continuous release API."""
+    from .temporal.audit import AUDIT_SETS
+    from .temporal.knorm import L1LaplaceMechanism, PlanarIsotropicMechanism
+
+    if kind in ("pim", "lm"):
+        cell = 100.0                                  # metres: the default 1 m lattice
+        pts, x, xp = (v * cell for v in AUDIT_SETS["elongated"])
+        cls = PlanarIsotropicMechanism if kind == "pim" else L1LaplaceMechanism
+        mech = cls(epsilon=1.0, pad=(cell, cell), resolution=resolution)
+        claimed = float(mech.noise_hull(pts).norm(x - xp)[0])
+        return (lambda n, g: mech.sample(x, location_set=pts, size=n, rng=g),
+                lambda n, g: mech.sample(xp, location_set=pts, size=n, rng=g), x, xp, claimed)
+    if kind == "planar_xy":
+        a, b = np.array([1234.5678, -987.654321]), np.array([1234.5678, -887.654321])
+        return (lambda n, g: planar_laplace_xy(np.tile(a, (n, 1)), epsilon=EPS, rng=g,
+                                               resolution=resolution).value,
+                lambda n, g: planar_laplace_xy(np.tile(b, (n, 1)), epsilon=EPS, rng=g,
+                                               resolution=resolution).value, a, b, EPS * DIST)
+    if kind == "planar_latlon":
+        pa, pb = pair("north")
+        return (lambda n, g: planar_laplace(np.tile(pa, (n, 1)), epsilon=EPS, rng=g,
+                                            resolution=resolution).value,
+                lambda n, g: planar_laplace(np.tile(pb, (n, 1)), epsilon=EPS, rng=g,
+                                            resolution=resolution).value,
+                np.array(pa), np.array(pb), EPS * DIST)
+    raise ValueError(f"unknown kind {kind!r}")
+
+
+FLOAT_ATTACK_KINDS = ("planar_latlon", "planar_xy", "pim", "lm")
+
+
+def float_attack(kind: str, *, resolution: float = 1.0, n: int = N, seed: int = 31
+                 ) -> AuditResult:
+    """DP ratio audit of a continuous release API with the float events (issue 16, defect 2).
+
+    With the default public output lattice the attack must find nothing (PASS: eps lower
+    bound at most the claim); with ``resolution=0`` (raw float output) the raw ``x + numpy
+    Laplace`` of LM, PIM and planar Laplace in the plane must FAIL.
+    """
+    sa, sb, a, b, claimed = _float_samplers(kind, resolution)
+    return dp_ratio_audit(sa, sb, float_events(a, b), claimed_epsilon=claimed, n=n, seed=seed)

@@ -32,6 +32,7 @@ from typing import Callable
 import numpy as np
 
 from ...audit import AuditResult, Event, dp_ratio_audit, events_lr_levels
+from ..snapping import snap_plane
 from .knorm import (L1LaplaceMechanism, PlanarIsotropicMechanism, SensitivityHull,
                     _l1_radius, knorm_noise, sensitivity_hull)
 
@@ -139,11 +140,17 @@ def knorm_events(hull: SensitivityHull, x: np.ndarray, xp: np.ndarray, eps: floa
 NoiseFn = Callable[[SensitivityHull, float, int, np.random.Generator], np.ndarray]
 
 
+#: Output lattice of the audits, in cell units: 1 m on 1 km cells, as the release APIs snap
+#: (veil.geo.snapping); the audits run with the snapping on.
+AUDIT_RESOLUTION = 1e-3
+
+
 def _run(claimed_hull: SensitivityHull, noise_hull: SensitivityHull, noise: NoiseFn,
-         x: np.ndarray, xp: np.ndarray, *, eps: float, n: int, seed: int) -> AuditResult:
+         x: np.ndarray, xp: np.ndarray, *, eps: float, n: int, seed: int,
+         resolution: float = AUDIT_RESOLUTION) -> AuditResult:
     claimed = eps * float(claimed_hull.norm(x - xp)[0])
-    return dp_ratio_audit(lambda k, g: x + noise(noise_hull, eps, k, g),
-                          lambda k, g: xp + noise(noise_hull, eps, k, g),
+    return dp_ratio_audit(lambda k, g: snap_plane(x + noise(noise_hull, eps, k, g), resolution),
+                          lambda k, g: snap_plane(xp + noise(noise_hull, eps, k, g), resolution),
                           knorm_events(claimed_hull, x, xp, eps), claimed_epsilon=claimed,
                           n=n, seed=seed)
 
