@@ -68,9 +68,9 @@ def model_cmd(
     smoothing: float = typer.Option(0.0, "--smoothing", help="Pseudo-count added to every "
                                     "self-transition."),
     prior_weight: float = typer.Option(
-        0.0, "--prior-weight", help="Pseudo-transitions per cell spread to neighbouring cells "
-        "by a public distance-decay prior (a model that generalizes to unseen users: cells "
-        "the training users never left are no longer absorbing). 0 = off."),
+        0.0, "--prior-weight", help="Weight in [0, 1) of a public distance-decay prior mixed "
+        "into every row (a model that generalizes to unseen users: moves the training users "
+        "never made keep some probability, no cell is absorbing). 0 = off; 0.1-0.3 typical."),
     prior_scale: Optional[float] = typer.Option(
         None, "--prior-scale", help="Length scale of the prior in metres (default: one cell)."),
     time_column: Optional[str] = typer.Option(None, "--time-column", help=TIME_HELP),

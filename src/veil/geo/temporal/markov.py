@@ -144,13 +144,13 @@ class MarkovModel:
         """Row-normalise transition counts, optionally smoothed towards a public prior.
 
         A model learned from some users treats every cell those users never left as
-        absorbing (``empty_rows="self"``): a held-out user who walks into one is predicted
-        to stay forever, so the delta-location set collapses there and drifts follow
-        (issue 16: 6-17 % of held-out fixes in such cells raised the drift from 0.02 to
-        0.16-0.46). ``prior_weight = a > 0`` adds ``a`` pseudo-transitions to every row,
-        spread by the public :func:`distance_decay_prior`
-        (``row_i = (counts_i + a P0_i) / (n_i + a)``): rows with data keep their shape when
-        ``n_i >> a``, and unseen cells move to their neighbours instead of absorbing.
+        absorbing (``empty_rows="self"``), and moves the training users never made
+        (into cells they never entered) get probability 0: a held-out user who makes one
+        drifts out of the delta-location set (issue 16: 6-17 % of held-out fixes in such
+        cells raised the drift from 0.02 to 0.16-0.46). ``prior_weight = w`` in (0, 1)
+        mixes every row with the public :func:`distance_decay_prior`:
+        ``row_i = (1 - w) counts_i / n_i + w P0_i`` (rows without data are ``P0_i``), so
+        every move to a nearby cell keeps at least ``w P0_i`` and no cell is absorbing.
 
         Parameters
         ----------
@@ -162,8 +162,8 @@ class MarkovModel:
         smoothing : float, default 0
             Add this pseudo-count to the self-transition of *every* cell before
             normalising (keeps rows with data sparse).
-        prior_weight : float, default 0
-            Pseudo-transitions per row drawn from :func:`distance_decay_prior`.
+        prior_weight : float in [0, 1), default 0
+            Weight of :func:`distance_decay_prior` in every row (0: the counts alone).
         prior_scale_m : float, optional
             Its length scale (default: the larger side of a cell).
         """
@@ -179,17 +179,21 @@ class MarkovModel:
         n_empty_data = int(np.count_nonzero(np.asarray(c.sum(axis=1)).ravel() <= 0))
         if smoothing > 0:
             c = c + smoothing * sp.identity(n, format="csr")
-        if prior_weight > 0:
-            prior = distance_decay_prior(grid, prior_scale_m)
-            c = c + prior_weight * prior
-            prior_scale_m = float(max(grid.cell_size_m)) if prior_scale_m is None else float(
-                prior_scale_m)
+        if not prior_weight < 1:
+            raise ParameterError(f"prior_weight must be in [0, 1), got {prior_weight}")
         rows = np.asarray(c.sum(axis=1)).ravel()
         empty = rows <= 0
         inv = np.zeros(n)
         inv[~empty] = 1.0 / rows[~empty]
         m = sp.diags(inv) @ c
         idx = np.flatnonzero(empty)
+        if prior_weight > 0:
+            prior = distance_decay_prior(grid, prior_scale_m)
+            wrow = np.where(empty, 1.0, prior_weight)
+            m = (sp.diags(1.0 - wrow) @ m + sp.diags(wrow) @ prior).tocsr()
+            prior_scale_m = float(max(grid.cell_size_m)) if prior_scale_m is None else float(
+                prior_scale_m)
+            idx = np.zeros(0, dtype=np.int64)      # no empty row is left
         if idx.size:
             if empty_rows == "self":
                 m = m + sp.csr_matrix((np.ones(idx.size), (idx, idx)), shape=(n, n))
