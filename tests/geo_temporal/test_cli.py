@@ -140,3 +140,99 @@ def test_public_initial_point_gives_small_sets(tmp_path, model_path):
     assert _run(["trajectory", "release", src, "-e", 1, "-d", 0.01, "--model", model_path,
                  "-o", out2, "--initial-lonlat", f"{lon},{lat}", "--seed", 1]) == 0
     assert pd.read_csv(out2).equals(pd.read_csv(out))
+
+
+# ------------------------------------------------ veil's own data (issue 17, defect 5)
+def _synth(tmp_path, users=6, steps=40):
+    p = tmp_path / "traj.csv"
+    assert _run(["data", "synth", "trajectories", "-o", p, "--users", users, "--steps", steps,
+                 "--seed", 3]) == 0
+    return p
+
+
+def _synth_grid(path):
+    """A public grid over the synthetic city (its published bounding box, padded)."""
+    df = pd.read_csv(path)
+    la0, la1 = np.floor(df["lat"].min() * 100) / 100, np.ceil(df["lat"].max() * 100) / 100
+    lo0, lo1 = np.floor(df["lon"].min() * 100) / 100, np.ceil(df["lon"].max() * 100) / 100
+    return f"{la0},{lo0},{la1},{lo1},12,12"
+
+
+def test_synth_trajectories_model_and_release_end_to_end(tmp_path, capsys):
+    src = _synth(tmp_path)
+    df = pd.read_csv(src)
+    assert list(df.columns) == ["user", "t", "lat", "lon"]
+    grid = _synth_grid(src)
+    model = tmp_path / "m.npz"
+    assert _run(["trajectory", "model", src, "--grid", grid, "-o", model,
+                 "--prior-weight", "0.1"]) == 0
+    m = MarkovModel.load(model)
+    # per-user sequences: one per user, no transition across users
+    from veil.geo.temporal import TemporalGrid, transition_counts
+    g = TemporalGrid.parse(grid)
+    seqs = [g.cell_of(d["lat"], d["lon"]) for _, d in df.groupby("user", sort=False)]
+    assert m.meta["n_sequences"] == 6
+    assert m.meta["n_transitions"] == transition_counts(seqs, g.n_cells).sum() == 6 * 39
+    out = tmp_path / "rel.csv"
+    assert _run(["trajectory", "release", src, "-e", 1, "-d", 0.05, "--model", model,
+                 "-o", out, "--seed", 2]) == 0
+    rel = pd.read_csv(out)
+    assert list(rel.columns) == ["user", "t", "lat", "lon", "set_size"]
+    assert len(rel) == len(df) and (rel["user"].to_numpy() == df["user"].to_numpy()).all()
+    assert (rel["t"].to_numpy() == df["t"].to_numpy()).all()
+    meta = json.loads((tmp_path / "rel.csv.meta.json").read_text())
+    assert meta["parameters"]["n_users"] == 6
+    assert meta["budget"]["epsilon"] == pytest.approx(40.0)   # eps per step x 40 steps per user
+    # the library gives the same release for user 0 with the same child stream
+    from veil.geo.temporal import release_trajectory
+    from veil.random import make_rng, spawn
+    s0 = spawn(make_rng(seed=2), 6)[0]
+    u0 = df[df["user"] == df["user"].iloc[0]]
+    r = release_trajectory(g.cell_of(u0["lat"], u0["lon"]), model=m, epsilon=1.0, delta=0.05,
+                           rng=s0)
+    np.testing.assert_allclose(rel.loc[rel["user"] == u0["user"].iloc[0], ["lat", "lon"]],
+                               r.released_latlon, atol=5e-8)            # 7-decimal CSV
+
+
+def test_time_alias_and_explicit_time_column(tmp_path, model_path):
+    a = _track(tmp_path / "a.csv", time_name="time")          # veil < 0.3 files
+    b = _track(tmp_path / "b.csv", time_name="when")
+    for src, extra in ((a, []), (b, ["--time-column", "when"])):
+        out = tmp_path / f"o_{src.stem}.csv"
+        assert _run(["trajectory", "release", src, "-e", 1, "-d", 0.05, "--model", model_path,
+                     "-o", out, "--seed", 1] + extra) == 0
+        assert len(pd.read_csv(out)) == 40
+    assert pd.read_csv(tmp_path / "o_a.csv").equals(pd.read_csv(tmp_path / "o_b.csv"))
+
+
+def test_model_with_no_point_in_the_grid_is_an_error(tmp_path, capsys):
+    src = _synth(tmp_path)                                    # the synthetic city, not Beijing
+    out = tmp_path / "m.npz"
+    assert _run(["trajectory", "model", src, "-o", out]) == 2    # default --grid beijing
+    err = capsys.readouterr().err
+    assert "no point falls inside the grid" in err and "--grid" in err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_grid_option_refuses_the_old_lon_first_order(tmp_path, capsys):
+    src = _synth(tmp_path)
+    la0, lo0, la1, lo1, nx, ny = _synth_grid(src).split(",")
+    old = ",".join([lo0, la0, lo1, la1, nx, ny])
+    assert _run(["trajectory", "model", src, "--grid", old, "-o", tmp_path / "m.npz"]) == 2
+    assert "latitude first" in capsys.readouterr().err
+
+
+def test_release_remap_option(tmp_path, model_path):
+    src = _track(tmp_path / "t.csv")
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    base = ["trajectory", "release", src, "-e", 1, "-d", 0.01, "--model", model_path, "--seed", 4]
+    assert _run(base + ["-o", a]) == 0
+    assert _run(base + ["-o", b, "--remap"]) == 0
+    ra, rb = pd.read_csv(a), pd.read_csv(b)
+    assert (ra["set_size"] == rb["set_size"]).all()            # same release, remapped
+    g = beijing_grid(50)
+    truth = g.centers_m[1275 + np.arange(40) % 5]
+    ea = np.hypot(*(g.to_metres(ra["lat"], ra["lon"]) - truth).T).mean()
+    eb = np.hypot(*(g.to_metres(rb["lat"], rb["lon"]) - truth).T).mean()
+    assert eb < ea
+    assert json.loads((tmp_path / "b.csv.meta.json").read_text())["parameters"]["remap"]

@@ -190,9 +190,9 @@ class TemporalGrid:
         inside = self.contains(lat, lon)
         if lat.size and not inside.any() and self.contains(lon, lat).any():
             raise ParameterError(
-                "TemporalGrid.cell_of takes (lat, lon) (since veil 0.3); no point is inside "
-                "the grid in that order but some are with the coordinates swapped: call "
-                "cell_of(lat, lon)")
+                "no point is inside the grid, but some are with latitude and longitude "
+                "swapped: veil takes (lat, lon) everywhere since 0.3 (cell_of(lat, lon); "
+                "--grid LAT_MIN,LON_MIN,LAT_MAX,LON_MAX,NX,NY, latitude first)")
         with np.errstate(invalid="ignore"):
             col = np.floor((lon - self.lon_min) / (self.lon_max - self.lon_min) * self.nx)
             row = np.floor((lat - self.lat_min) / (self.lat_max - self.lat_min) * self.ny)
