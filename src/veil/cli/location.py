@@ -107,6 +107,20 @@ def obfuscate(
     key_file: Optional[Path] = typer.Option(
         None, "--key-file", help="Secret key for --consistent-window (created with 32 random "
                                  "bytes if missing; keep it private, reuse it across runs)."),
+    user_column: Optional[str] = typer.Option(
+        None, "--user-column", help="User column for --consistent-window (each user gets her "
+                                    "own reports; default: every row is the same user)."),
+    cell: float = typer.Option(
+        100.0, "--cell", help="Side in metres of the public cells of --consistent-window: "
+                              "reports from one cell and window are identical."),
+    resolution: float = typer.Option(
+        1.0, "--resolution", help="Public output lattice in metres (float-safe outputs; the "
+                                  "sidecar states the float64 correction). 0 = raw float "
+                                  "output, which leaks through its low-order bits."),
+    remap_prior: Optional[Path] = typer.Option(
+        None, "--remap-prior", help="Optimal remapping (free post-processing): a PUBLIC prior "
+        "file with lat, lon and weight columns (e.g. a DP density map); each report is "
+        "replaced by the point minimizing the expected distance to the truth under it."),
     fmt: Optional[str] = OUTPUT_FORMAT,
     input_format: Optional[str] = INPUT_FORMAT,
     delimiter: Optional[str] = DELIMITER,
@@ -116,9 +130,11 @@ def obfuscate(
 
     Each row's (lat, lon) is replaced by a noisy location; other columns are kept.
     The noise is added in each point's own metric plane (Gamma(2, 1/eps) radius,
-    uniform angle). With --grid-step and --region, outputs are grid centres inside
-    the region and the guarantee is eps' (slightly above eps, recorded in the
-    sidecar). Writes OUTPUT and OUTPUT.meta.json atomically.
+    uniform angle) and the output snapped to a public 1 m lattice (--resolution). With
+    --grid-step and --region, outputs are grid centres inside the region and the
+    guarantee is eps' (slightly above eps, recorded in the sidecar). --remap-prior
+    remaps each report optimally under a public prior (no privacy cost). Writes OUTPUT
+    and OUTPUT.meta.json atomically.
 
     Example: veil location obfuscate points.csv --epsilon 0.01 -o noisy.csv
     """
@@ -147,9 +163,21 @@ def obfuscate(
         raise ParameterError("--time-column and --key-file only apply with --consistent-window")
     if consistent and grid_step is not None:
         raise ParameterError("--consistent-window cannot be combined with --grid-step")
+    if user_column is not None and not consistent:
+        raise ParameterError("--user-column only applies with --consistent-window")
+    if remap_prior is not None and grid_step is not None:
+        raise ParameterError("--remap-prior applies to the continuous mechanism, not to "
+                             "--grid-step outputs")
+    from ..geo.snapping import check_resolution
+    res = check_resolution(resolution, "--resolution")
+    prior = None
+    if remap_prior is not None:
+        prior = _read_prior(remap_prior)
     cols = {lat: "lat", lon: "lon"}
     if consistent:
         cols[time_column] = "float"
+        if user_column is not None:
+            cols[user_column] = "str"
     table = read_input(input, columns=cols, input_format=input_format,
                        delimiter=delimiter, keep_others=True)
     pts = np.column_stack((table.column(lat).to_numpy(), table.column(lon).to_numpy()))
@@ -157,14 +185,24 @@ def obfuscate(
     if consistent:
         from ..geo.geoind import ConsistentObfuscator
 
-        key = _load_or_create_key(key_file)
-        ob = ConsistentObfuscator(epsilon=eps, window_s=window_s, key=key)
-        rel = ob.obfuscate(pts, t=table.column(time_column).to_numpy())
+        ob = ConsistentObfuscator(epsilon=eps, window_s=window_s, cell_m=cell,
+                                  key=_load_or_create_key(key_file), resolution=res)
+        users = (None if user_column is None
+                 else table.column(user_column).to_numpy(zero_copy_only=False))
+        rel = ob.obfuscate(pts, t=table.column(time_column).to_numpy(), user=users)
     elif grid_step is None:
-        rel = planar_laplace(pts, epsilon=eps, rng=rng)
+        rel = planar_laplace(pts, epsilon=eps, rng=rng, resolution=res)
     else:
         rel = discretized_planar_laplace(pts, epsilon=eps, grid_step=grid_step, region=reg,
                                          projection=proj, rng=rng)
+    if prior is not None:
+        from ..geo.remap import optimal_remap
+        from ..geo.snapping import snap_latlon
+
+        rel = optimal_remap(rel, prior_points=prior[0], prior_weights=prior[1])
+        rel = dataclasses.replace(rel, value=snap_latlon(rel.value, res),
+                                  parameters={**rel.parameters,
+                                              "remap_prior": str(remap_prior)})
     result = table.set_column(table.column_names.index(lat), lat, pa.array(rel.value[:, 0]))
     result = result.set_column(result.column_names.index(lon), lon, pa.array(rel.value[:, 1]))
     notes = list(rel.notes)
@@ -175,6 +213,21 @@ def obfuscate(
                                           "lat_column": lat, "lon_column": lon})
     data, meta = write_output(rel, out, out_fmt)
     echo_release(rel, data, meta)
+
+
+def _read_prior(path: Path):
+    """``(points [lat, lon], weights)`` of a public prior file (lat, lon, weight columns)."""
+    import numpy as np
+
+    from ..errors import DataError
+    from ..io import read_columns
+
+    cols = read_columns(path, columns={"lat": "lat", "lon": "lon", "weight": "float"})
+    w = np.asarray(cols["weight"], dtype=np.float64)
+    if not np.isfinite(w).all() or (w < 0).any() or not w.sum() > 0:
+        raise DataError("weights must be finite, >= 0, with a positive sum", path=str(path),
+                        column="weight")
+    return np.column_stack((cols["lat"], cols["lon"])), w
 
 
 def _load_or_create_key(path: Path) -> bytes:
@@ -249,6 +302,81 @@ def noise(
         write_json(result, output_path(output))
         typer.echo(f"wrote {output}", err=True)
     typer.echo(text)
+
+
+MAX_RISK_CELLS = 5000
+
+
+@app.command("risk")
+def risk(
+    epsilon: float = typer.Option(..., "--epsilon", "-e", help="Privacy per METRE of the "
+                                  "planar Laplace reports (> 0)."),
+    prior: Optional[Path] = typer.Option(
+        None, "--prior", help="The adversary's PUBLIC prior: a file with lat, lon, weight "
+                              "columns on a grid of --cell metres (e.g. a DP density map)."),
+    region: Optional[str] = typer.Option(
+        None, "--region", help="Instead of --prior: a public region LAT_MIN,LON_MIN,LAT_MAX,"
+                               "LON_MAX or .json file, with a uniform prior on its cells."),
+    cell: float = typer.Option(200.0, "--cell", help="Cell side in metres of the prior's grid."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o",
+                                          help="Also write the result as JSON (atomically)."),
+) -> None:
+    """The Bayesian adversary's expected error against planar Laplace reports.
+
+    The adversary knows the prior and the mechanism and remaps every report to the guess
+    that minimizes her expected distance to the truth (Shokri et al.'s remapping attack).
+    Prints JSON: her expected error, the error of the best guess without any report (the
+    prior alone), and the user's expected distance to the report (2/eps). Locations and
+    guesses are the prior's cell centres, so the numbers are at the cell's resolution.
+
+    Example: veil location risk --epsilon 0.005 --region 39.85,116.3,39.95,116.45 --cell 250
+    """
+    import numpy as np
+
+    from ..errors import ParameterError
+    from ..geo.geometry import Grid, LocalProjection
+    from ..geo.metrics import adversary_error, planar_laplace_channel
+    from ..validation import check_positive
+
+    eps = check_epsilon_option(epsilon)
+    cell_m = check_positive(cell, "--cell")
+    if (prior is None) == (region is None):
+        raise ParameterError("give exactly one of --prior FILE or --region (uniform prior)")
+    if prior is not None:
+        pts, w = _read_prior(prior)
+        proj = LocalProjection(float((pts[:, 0].min() + pts[:, 0].max()) / 2),
+                               float((pts[:, 1].min() + pts[:, 1].max()) / 2))
+        X = proj.points_to_plane(pts)
+        source = str(prior)
+    else:
+        reg, proj = parse_region(region)
+        xmin, ymin, xmax, ymax = reg.bounds
+        grid = Grid.from_step(xmin, ymin, xmax, ymax, cell_m)
+        if grid.n_cells > MAX_RISK_CELLS:
+            raise ParameterError(f"--cell {cell_m:g} m gives {grid.n_cells} cells over the "
+                                 f"region (max {MAX_RISK_CELLS}); use a larger --cell")
+        X = grid.centers[reg.contains(grid.centers)]
+        if len(X) == 0:
+            raise ParameterError("--region: no cell centre lies inside the region; use a "
+                                 "smaller --cell")
+        w = np.ones(len(X))
+        source = f"uniform over {len(X)} cells of --region"
+    if len(X) > MAX_RISK_CELLS:
+        raise ParameterError(f"--prior has {len(X)} cells (max {MAX_RISK_CELLS})")
+    keep = w > 0
+    X, w = X[keep], w[keep] / w[keep].sum()
+    K = planar_laplace_channel(X, X, cell_m ** 2, eps)
+    adv = adversary_error(K, w, X)
+    result = {"epsilon_per_metre": eps, "prior": source, "cells": int(len(X)),
+              "cell_m": cell_m, "adversary_expected_error_m": adv["adversary_error"],
+              "prior_only_error_m": adv["prior_only_error"],
+              "user_expected_distance_m": 2.0 / eps,
+              "reports_help_the_adversary_by_m": adv["prior_only_error"] - adv["adversary_error"]}
+    if output is not None:
+        from ..io import write_json
+        write_json(result, output_path(output))
+        typer.echo(f"wrote {output}", err=True)
+    typer.echo(json.dumps(result, indent=2, sort_keys=True))
 
 
 # The public region of the experiment: a fixed box over Manhattan (never derived from the data).
