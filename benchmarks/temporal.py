@@ -9,6 +9,10 @@ matrix, on the same states and random streams (target: < 5 ms median).
 Part 2 -- 100 trajectories x 500 steps (target: < 5 minutes).
 Part 3 -- PIM against LM on GeoLife (Beijing 4th ring, 50 x 50, eps = 1, delta = 0.01,
 500 timestamps), plus sweeps over eps and delta and a personal model.
+Part 5 -- held-out users: models learned from the other users, raw and smoothed; drift,
+error, optimal remapping and the no-information baseline.
+
+    VEIL_SHARED=/work/shared python benchmarks/temporal.py --part 5
 """
 
 from __future__ import annotations
@@ -172,13 +176,88 @@ def part4(args, model, tests, grid):
     show(rows)
 
 
+def heldout(args, grid, seqs, users):
+    """Part 5: PIM vs LM on HELD-OUT GeoLife users (issue 16): the model is learned from the
+    other users only (3 folds by user), raw and smoothed with the public distance-decay prior;
+    drift, mean error, the remapped error and the no-information baseline (grid centre)."""
+    from veil.geo.remap import remapped_xy
+
+    ids = sorted(set(users))
+    folds = [ids[i::3] for i in range(3)]
+    weights = [0.0] + [float(w) for w in args.prior_weights.split(",")]
+    for initial in ("uniform", "start"):
+        _heldout(args, grid, seqs, users, folds, weights, initial, ids)
+
+
+def _heldout(args, grid, seqs, users, folds, weights, initial, ids):
+    from veil.geo.remap import remapped_xy
+
+    print(f"\n## 5. Held-out users ({len(ids)} GeoLife users in 3 folds; model from the other "
+          f"folds; eps = 1, delta = 0.01, {args.steps} steps, {args.reps_heldout} repetitions, "
+          f"{'uniform start' if initial == 'uniform' else 'start cell known'})\n")
+    centre = grid.centers_m.mean(axis=0)
+    acc: dict = {}
+    unseen = {w: [0, 0] for w in weights}
+    for fold in folds:
+        train = [s for s, u in zip(seqs, users) if u not in fold]
+        tests = [(u, c) for u, c in test_trajectories(seqs, users, args.steps) if u in fold]
+        tests = tests[:args.traj_per_fold]
+        for w in weights:
+            m = MarkovModel.from_trajectories(train, grid=grid, prior_weight=w)
+            never_left = np.asarray(m.matrix.diagonal()) >= 1.0
+            for _, cells in tests:
+                unseen[w][0] += int(never_left[cells].sum())
+                unseen[w][1] += cells.size
+            for i, (_, cells) in enumerate(tests):
+                for r in range(args.reps_heldout):
+                    for mech in ("pim", "lm"):
+                        g = np.random.default_rng([args.seed, i, r, hash(tuple(fold)) % 997])
+                        p0 = None
+                        if initial == "start":
+                            p0 = np.zeros(grid.n_cells)
+                            p0[cells[0]] = 1.0
+                        res = release_trajectory(cells, model=m, epsilon=1.0, delta=0.01,
+                                                 mechanism=mech, rng=g, keep_posteriors=True,
+                                                 initial=p0)
+                        e = res.errors_m(grid)
+                        rm = remapped_xy(res, grid)
+                        er = np.hypot(*(rm - grid.centers_m[cells]).T)
+                        a = acc.setdefault((w, mech), {"err": [], "remap": [], "drift": [],
+                                                       "base": []})
+                        a["err"].append(e.mean())
+                        a["remap"].append(er.mean())
+                        a["drift"].append(res.drift_ratio)
+                        a["base"].append(np.hypot(*(grid.centers_m[cells] - centre).T).mean())
+    rows = []
+    for (w, mech), a in acc.items():
+        err, rem = np.array(a["err"]), np.array(a["remap"])
+        rows.append([f"{w:g}", mech, len(err), float(np.mean(a["drift"])), float(err.mean()),
+                     float(rem.mean()), float(1 - rem.mean() / err.mean()),
+                     float(np.mean(a["base"])),
+                     f"{unseen[w][0] / max(1, unseen[w][1]):.3f}"])
+    print_table(["prior weight", "mechanism", "runs", "drift ratio", "mean error (m)",
+                 "remapped error (m)", "remap gain", "no-information baseline (m)",
+                 "held-out fixes in never-left cells"], rows)
+    by = {(r[0], r[1]): r for r in rows}
+    ratio = [[w, by[(w, "lm")][4] / by[(w, "pim")][4], by[(w, "lm")][5] / by[(w, "pim")][5]]
+             for w in dict.fromkeys(r[0] for r in rows) if (w, "lm") in by and (w, "pim") in by]
+    print()
+    print_table(["prior weight", "LM/PIM mean error", "LM/PIM remapped error"], ratio)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--part", type=int, nargs="*", default=[1, 2, 3],
-                    help="1 step timing, 2 100x500 timing, 3 PIM vs LM tables, 4 plots")
+                    help="1 step timing, 2 100x500 timing, 3 PIM vs LM tables, 4 plots, "
+                         "5 held-out users (raw vs smoothed model, remapping, baseline)")
     ap.add_argument("--plots", default="temporal-plots", help="folder for part 4's PNGs")
+    ap.add_argument("--prior-weights", default="0.1,0.3",
+                    help="part 5: prior weights of the smoothed models (0 = raw always run)")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the experiment's noise")
     args = ap.parse_args()
+    args.traj_per_fold = 3 if args.quick else 10
+    args.reps_heldout = 1 if args.quick else 2
     args.steps = 100 if args.quick else 500
     args.traj = 4 if args.quick else 40
     args.reps = 1 if args.quick else 3
@@ -197,6 +276,8 @@ def main():
         part3(args)
     if 4 in args.part:
         part4(args, model, tests, grid)
+    if 5 in args.part:
+        heldout(args, grid, seqs, users)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ the release loop computes anyway (the adversary's filter under the public model)
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -77,6 +78,23 @@ def weighted_geometric_median(weights: Any, points: Any, *, init: Any = None,
     return g
 
 
+def _geomedian_local(W: np.ndarray, P: np.ndarray, max_iter: int = 100,
+                     tol: float = 1e-4) -> np.ndarray:
+    """Weiszfeld per row with a per-row support: ``W`` (r, k), ``P`` (r, k, 2)."""
+    g = np.einsum("rk,rkj->rj", W, P)
+    active = np.arange(len(W))
+    for _ in range(max_iter):
+        if active.size == 0:
+            break
+        d = np.hypot(*(P[active] - g[active, None, :]).transpose(2, 0, 1))
+        v = W[active] / np.maximum(d, 1e-9)
+        new = np.einsum("rk,rkj->rj", v, P[active]) / v.sum(axis=1, keepdims=True)
+        moved = np.hypot(*(new - g[active]).T)
+        g[active] = new
+        active = active[moved > tol]
+    return g
+
+
 def posterior_weights(reports_xy: np.ndarray, prior_xy: np.ndarray, prior: np.ndarray,
                       epsilon: float) -> np.ndarray:
     """``P(x_i | z) ~ pi_i exp(-eps |z - x_i|)`` for planar Laplace, one row per report."""
@@ -95,9 +113,23 @@ def _remap_xy(W: np.ndarray, X: np.ndarray, loss: str) -> np.ndarray:
     return weighted_geometric_median(W, X)
 
 
+def _subdivide(X: np.ndarray, w: np.ndarray, cell_m: float, eps: float
+               ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Spread each cell's mass over ``s x s`` sub-points, ``s = ceil(2 eps cell_m)`` (1..8):
+    the posterior of a report is then resolved finer than the noise, not only to the
+    cells' centres."""
+    s = int(min(8, max(1, math.ceil(2.0 * eps * cell_m))))
+    if s == 1:
+        return X, w, 1
+    off = ((np.arange(s) + 0.5) / s - 0.5) * cell_m
+    d = np.array(np.meshgrid(off, off)).reshape(2, -1).T
+    return ((X[:, None, :] + d[None]).reshape(-1, 2), np.repeat(w / (s * s), s * s), s)
+
+
 def optimal_remap(release: Release | Any, *, prior_points: Any, prior_weights: Any = None,
                   epsilon: float | None = None, loss: str = "euclidean",
-                  projection: LocalProjection | None = None, chunk: int = 2048) -> Release:
+                  projection: LocalProjection | None = None, prior_cell_m: float | None = None,
+                  max_support: int = 4096, chunk: int = 1024) -> Release:
     """Remap planar Laplace reports ``[lat, lon]`` to their optimal guess under a public prior.
 
     Parameters
@@ -117,6 +149,15 @@ def optimal_remap(release: Release | Any, *, prior_points: Any, prior_weights: A
     projection : LocalProjection, optional
         The public plane of the computation (default: the centre of the prior's
         bounding box).
+    prior_cell_m : float, optional
+        The prior points are the centres of square cells of this side (metres) whose mass
+        is spread uniformly inside them: each cell is resolved into ``s x s`` sub-points,
+        ``s = ceil(2 eps cell)`` up to 8, so the remap is not stuck at cell centres when
+        the noise is smaller than a cell.
+    max_support : int
+        Each report's posterior is computed on its ``max_support`` nearest support points
+        (a public truncation; farther points have negligible posterior mass when they lie
+        beyond about ``10 / eps``).
 
     Returns
     -------
@@ -162,14 +203,38 @@ def optimal_remap(release: Release | Any, *, prior_points: Any, prior_weights: A
                                      float((P[:, 1].min() + P[:, 1].max()) / 2))
     X = projection.points_to_plane(P)
     Z = projection.points_to_plane(pts)
-    out = np.empty_like(Z)
     keep = w > 0
-    for a in range(0, len(Z), chunk):
-        W = posterior_weights(Z[a:a + chunk], X[keep], w[keep], eps)
-        out[a:a + chunk] = _remap_xy(W, X[keep], loss)
+    X, w = X[keep], w[keep]
+    sub = 1
+    if prior_cell_m is not None:
+        from ..validation import check_positive
+        X, w, sub = _subdivide(X, w, check_positive(prior_cell_m, "prior_cell_m"), eps)
+    max_support = check_int(max_support, "max_support", minimum=1)
+    out = np.empty_like(Z)
+    if len(X) <= max_support:
+        for a in range(0, len(Z), chunk):
+            W = posterior_weights(Z[a:a + chunk], X, w, eps)
+            out[a:a + chunk] = _remap_xy(W, X, loss)
+    else:
+        from scipy.spatial import cKDTree
+
+        tree = cKDTree(X)
+        logw = np.log(w)
+        for a in range(0, len(Z), chunk):
+            d, idx = tree.query(Z[a:a + chunk], k=max_support)
+            lw = logw[idx] - eps * d
+            lw -= lw.max(axis=1, keepdims=True)
+            W = np.exp(lw)
+            W /= W.sum(axis=1, keepdims=True)
+            if loss == "squared":
+                out[a:a + chunk] = np.einsum("rk,rkj->rj", W, X[idx])
+            else:
+                out[a:a + chunk] = _geomedian_local(W, X[idx])
     latlon = projection.points_to_latlon(out)
     info = {"method": "optimal remapping (Chatzikokolakis et al. PoPETs 2017)", "loss": loss,
-            "prior_points": int(len(P)), "projection": [projection.lat0, projection.lon0]}
+            "prior_points": int(len(P)), "projection": [projection.lat0, projection.lon0],
+            "prior_cell_m": prior_cell_m, "subdivision": sub,
+            "support_per_report": int(min(len(X), max_support))}
     note = ("remapped to the posterior-optimal point under a public prior: post-processing, "
             "no extra privacy cost")
     if base is None:
