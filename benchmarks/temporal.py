@@ -252,11 +252,13 @@ def main():
                     help="1 step timing, 2 100x500 timing, 3 PIM vs LM tables, 4 plots, "
                          "5 held-out users (raw vs smoothed model, remapping, baseline)")
     ap.add_argument("--plots", default="temporal-plots", help="folder for part 4's PNGs")
-    ap.add_argument("--prior-weights", default="0.1,0.3",
+    ap.add_argument("--prior-weights", default="0.2",
                     help="part 5: prior weights of the smoothed models (0 = raw always run)")
     ap.add_argument("--seed", type=int, default=1, help="seed of the experiment's noise")
+    ap.add_argument("--heldout-traj", type=int, default=4,
+                    help="part 5: test trajectories per fold")
     args = ap.parse_args()
-    args.traj_per_fold = 3 if args.quick else 10
+    args.traj_per_fold = 3 if args.quick else args.heldout_traj
     args.reps_heldout = 1 if args.quick else 2
     args.steps = 100 if args.quick else 500
     args.traj = 4 if args.quick else 40

@@ -122,3 +122,27 @@ def test_obfuscate_remap_prior_cli_equals_the_library(tmp_path):
     assert ma["budget"] == mb["budget"] and mb["parameters"]["remap"]["loss"] == "euclidean"
     assert _run(["location", "obfuscate", src, "-e", EPS, "-o", tmp_path / "c.csv",
                  "--remap-prior", tmp_path / "missing.csv"]) == 2
+
+
+def test_cell_prior_subdivision_and_nearest_support_truncation():
+    """A cell prior resolved into sub-points beats remapping onto cell centres when the noise
+    is smaller than a cell; truncating the posterior to the nearest support points changes
+    the remap by well under a metre."""
+    step = 400.0
+    c = (np.arange(10) + 0.5) * step - 2000
+    X = np.array(np.meshgrid(c, c)).reshape(2, -1).T
+    prior_ll = PROJ.points_to_latlon(X)
+    g = make_rng(seed=6)
+    truth_xy = g.uniform(-2000, 2000, size=(400, 2))
+    truth = PROJ.points_to_latlon(truth_xy)
+    rel = planar_laplace(truth, epsilon=0.02, rng=g)           # 100 m noise, 400 m cells
+    e = lambda r: haversine_m(truth[:, 0], truth[:, 1], r.value[:, 0], r.value[:, 1]).mean()  # noqa: E731
+    centres = optimal_remap(rel, prior_points=prior_ll)
+    cells = optimal_remap(rel, prior_points=prior_ll, prior_cell_m=step, projection=PROJ)
+    assert e(cells) < e(centres) and cells.parameters["remap"]["subdivision"] == 8
+    full = optimal_remap(rel, prior_points=prior_ll, prior_cell_m=step, projection=PROJ,
+                         max_support=10_000)
+    cut = optimal_remap(rel, prior_points=prior_ll, prior_cell_m=step, projection=PROJ,
+                        max_support=1500)
+    d = haversine_m(full.value[:, 0], full.value[:, 1], cut.value[:, 0], cut.value[:, 1])
+    assert cut.parameters["remap"]["support_per_report"] == 1500 and d.max() < 0.5

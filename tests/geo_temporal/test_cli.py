@@ -236,3 +236,48 @@ def test_release_remap_option(tmp_path, model_path):
     eb = np.hypot(*(g.to_metres(rb["lat"], rb["lon"]) - truth).T).mean()
     assert eb < ea
     assert json.loads((tmp_path / "b.csv.meta.json").read_text())["parameters"]["remap"]
+
+
+def test_published_files_on_neighbouring_inputs(tmp_path):
+    """Files written by `trajectory release`: OUTPUT (data) and OUTPUT.meta.json. On two inputs
+    that differ in one point of one user, with the same seed, every other user's rows are
+    identical (each user has her own stream) and the sidecars agree except the input path."""
+    src = _synth(tmp_path, users=4, steps=20)
+    df = pd.read_csv(src)
+    grid = _synth_grid(src)
+    model = tmp_path / "m.npz"
+    assert _run(["trajectory", "model", src, "--grid", grid, "-o", model,
+                 "--prior-weight", "0.2"]) == 0
+    nb = df.copy()
+    u1 = df["user"].iloc[-1]
+    i = int(np.flatnonzero(df["user"].to_numpy() == u1)[5])
+    nb.loc[i, "lat"] = df["lat"].iloc[int(np.flatnonzero(df["user"].to_numpy() == u1)[0])]
+    src2 = tmp_path / "nb.csv"
+    nb.to_csv(src2, index=False)
+    outs = []
+    for s, name in ((src, "a.csv"), (src2, "b.csv")):
+        out = tmp_path / name
+        assert _run(["trajectory", "release", s, "-e", 1, "-d", 0.05, "--model", model,
+                     "-o", out, "--seed", 7]) == 0
+        outs.append(out)
+    a, b = pd.read_csv(outs[0]), pd.read_csv(outs[1])
+    other = a["user"] != u1
+    assert a[other].equals(b[other])
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("a.csv", "b.csv"))) \
+        == ["a.csv", "a.csv.meta.json", "b.csv", "b.csv.meta.json"]
+    ma = json.loads((tmp_path / "a.csv.meta.json").read_text())
+    mb = json.loads((tmp_path / "b.csv.meta.json").read_text())
+    ma["input"].pop("path"), mb["input"].pop("path")
+    for m in (ma, mb):   # per-release summaries of the released points (public) may differ
+        m["parameters"].pop("median_set_size", None)
+        m["parameters"].pop("n_degenerate", None)
+        m.pop("noise_scale", None)
+    assert ma == mb
+
+
+def test_release_refuses_to_overwrite_its_input(tmp_path, model_path, capsys):
+    src = _track(tmp_path / "t.csv")
+    before = src.read_text()
+    assert _run(["trajectory", "release", src, "-e", 1, "-d", 0.05, "--model", model_path,
+                 "-o", src]) == 2
+    assert "overwrite" in capsys.readouterr().err and src.read_text() == before

@@ -184,3 +184,19 @@ def test_release_bucket_matches_per_user_release_and_validates():
         validate_params({"model": model, "epsilon": 1.0, "delta": 1.5})
     with pytest.raises(ParameterError, match="model"):
         validate_params({"epsilon": 1.0, "delta": 0.5})
+
+
+def test_release_trajectory_accepts_a_pure_dp_budget():
+    """epsilon=PureDP(...) as in histograms.publish (issue 17, defect 7); GeoDP is refused."""
+    from veil.budget import GeoDP, PureDP
+
+    model, seqs = _model(3)
+    cells = np.asarray(seqs[0][:10])
+    a = release_trajectory(cells, model=model, epsilon=PureDP(0.5), delta=0.05,
+                           rng=make_rng(seed=3))
+    b = release_trajectory(cells, model=model, epsilon=0.5, delta=0.05, rng=make_rng(seed=3))
+    np.testing.assert_array_equal(a.released_m, b.released_m)
+    assert a.release.budget == b.release.budget
+    assert a.release.budget.epsilon == pytest.approx(5.0, rel=1e-6)
+    with pytest.raises(ParameterError, match="PureDP"):
+        release_trajectory(cells, model=model, epsilon=GeoDP(0.01), delta=0.05)

@@ -119,8 +119,9 @@ def obfuscate(
                                   "output, which leaks through its low-order bits."),
     remap_prior: Optional[Path] = typer.Option(
         None, "--remap-prior", help="Optimal remapping (free post-processing): a PUBLIC prior "
-        "file with lat, lon and weight columns (e.g. a DP density map); each report is "
-        "replaced by the point minimizing the expected distance to the truth under it."),
+        "file with lat, lon and optional weight columns (e.g. a DP density map, or public "
+        "places); each report is replaced by the point minimizing the expected distance to "
+        "the truth under it."),
     fmt: Optional[str] = OUTPUT_FORMAT,
     input_format: Optional[str] = INPUT_FORMAT,
     delimiter: Optional[str] = DELIMITER,
@@ -216,13 +217,20 @@ def obfuscate(
 
 
 def _read_prior(path: Path):
-    """``(points [lat, lon], weights)`` of a public prior file (lat, lon, weight columns)."""
+    """``(points [lat, lon], weights)`` of a public prior file (lat, lon and an optional
+    weight column; without it every row weighs the same, e.g. a list of public places)."""
     import numpy as np
 
     from ..errors import DataError
     from ..io import read_columns
 
-    cols = read_columns(path, columns={"lat": "lat", "lon": "lon", "weight": "float"})
+    try:
+        cols = read_columns(path, columns={"lat": "lat", "lon": "lon", "weight": "float"})
+    except DataError as exc:
+        if "weight" not in str(exc):
+            raise
+        cols = read_columns(path, columns={"lat": "lat", "lon": "lon"})   # uniform weights
+        cols["weight"] = np.ones(len(cols["lat"]))
     w = np.asarray(cols["weight"], dtype=np.float64)
     if not np.isfinite(w).all() or (w < 0).any() or not w.sum() > 0:
         raise DataError("weights must be finite, >= 0, with a positive sum", path=str(path),

@@ -170,6 +170,8 @@ def release_cmd(
     check_resolution(resolution, "--resolution")
     if not output.parent.exists():
         raise ParameterError(f"--output: folder {str(output.parent)!r} does not exist")
+    if output.resolve() == Path(input).resolve() or output.resolve() == Path(model).resolve():
+        raise ParameterError(f"--output {str(output)!r} would overwrite an input")
     if initial_latlon is not None and initial_lonlat is not None:
         raise ParameterError("give --initial-latlon only (--initial-lonlat is deprecated)")
     m = MarkovModel.load(model)
@@ -227,6 +229,11 @@ def release_cmd(
                              "largest user total is shown)"}
     meta["parameters"]["n_steps"] = n
     meta["parameters"]["n_users"] = len(groups)
+    # summaries over every user's release (functions of the published points)
+    meta["parameters"]["median_set_size"] = float(np.median(out_size))
+    meta["parameters"]["n_degenerate"] = int(sum(r.release.parameters["n_degenerate"]
+                                                 for r in results))
+    meta["noise_scale"] = float(np.median(np.concatenate([r.noise_scales_m for r in results])))
     meta["parameters"]["remap"] = bool(remap)
     meta["budget_split"] = {"each timestamp": float(epsilon),
                             "users": len(groups),
@@ -237,7 +244,11 @@ def release_cmd(
     sidecar_path = output.with_name(output.name + ".meta.json")
     write_atomic(output, released_table(out_t, out_ll, out_size, fmt,
                                         user=out_user if has_users else None))
-    write_atomic(sidecar_path, sidecar(to_jsonable(meta)))
+    try:
+        write_atomic(sidecar_path, sidecar(to_jsonable(meta)))
+    except BaseException:
+        output.unlink(missing_ok=True)     # no data file without its sidecar
+        raise
     typer.echo(f"released {n} points of {len(groups)} user(s) with {mechanism} "
                f"(epsilon={epsilon} per step, delta={delta}"
                + (", optimally remapped" if remap else "") + f") -> {output} and "

@@ -14,14 +14,26 @@ lp
     The optimal discrete mechanism by linear programming (Bordenabe et al.), with spanner reduction.
 metrics
     Distance errors, quantiles, the Bayesian remapping adversary's error.
+snapping
+    The public output lattice of every continuous release (float-safe outputs).
+remap
+    Optimal remapping of reports with a public prior (free post-processing).
+repeated
+    A per-user budget manager for streams of reports (cache, predictive test, budget per
+    window).
+risk
+    Re-identification risk of trajectory sets (location, sequence, frequency attacks).
 audits
     veil.audit experiments for the mechanisms and their canaries.
 temporal
     Release under temporal correlations (separate subpackage).
 """
 
-from .geoind import (ConsistentObfuscator, discretized_planar_laplace,
+from .geoind import (ConsistentObfuscator, PublicCells, discretized_planar_laplace,
                      discretized_planar_laplace_xy, planar_laplace, planar_laplace_xy)
+from .remap import optimal_remap, remap_trajectory
+from .repeated import ReportBudgetManager
+from .risk import reidentification_risk, risk_before_after
 from .geometry import Box, Disc, Grid, LocalProjection, Polygon, Region
 from .lprivacy import (PlanarLaplace, RadialNoise, TightNoise, check_lprivacy,
                        custom_distinguishability, custom_loss, d_epsilon_privacy,
@@ -31,7 +43,9 @@ from .lprivacy import (PlanarLaplace, RadialNoise, TightNoise, check_lprivacy,
 __all__ = [
     "LocalProjection", "Grid", "Region", "Polygon", "Disc", "Box",
     "planar_laplace", "planar_laplace_xy", "discretized_planar_laplace",
-    "discretized_planar_laplace_xy", "ConsistentObfuscator",
+    "discretized_planar_laplace_xy", "ConsistentObfuscator", "PublicCells",
+    "optimal_remap", "remap_trajectory", "ReportBudgetManager", "reidentification_risk",
+    "risk_before_after",
     "geo_indistinguishability", "d_epsilon_privacy", "custom_distinguishability",
     "distance_loss", "squared_loss", "power_loss", "threshold_loss", "custom_loss",
     "PlanarLaplace", "TightNoise", "RadialNoise", "check_lprivacy", "expected_loss",
