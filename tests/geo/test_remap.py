@@ -124,6 +124,7 @@ def test_obfuscate_remap_prior_cli_equals_the_library(tmp_path):
                  "--remap-prior", tmp_path / "missing.csv"]) == 2
 
 
+@pytest.mark.slow
 def test_cell_prior_subdivision_and_nearest_support_truncation():
     """A cell prior resolved into sub-points beats remapping onto cell centres when the noise
     is smaller than a cell; truncating the posterior to the nearest support points changes

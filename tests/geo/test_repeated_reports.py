@@ -47,10 +47,10 @@ def _keyed_on_exact_input(pts, key):
     return out
 
 
-def _averaged_errors(report_fn):
+def _averaged_errors(report_fn, users=USERS):
     home, pts = _stationary_users()
-    err = np.empty(USERS)
-    for u in range(USERS):
+    err = np.empty(users)
+    for u in range(users):
         z = report_fn(u, pts[u])
         m = z.mean(axis=0)
         err[u] = haversine_m(home[u, 0], home[u, 1], m[0], m[1])
@@ -75,8 +75,8 @@ def test_averaging_a_stationary_user_learns_no_more_than_one_report():
 
 def test_the_check_rejects_main_keyed_on_the_exact_input():
     key = b"s" * 32
-    err = _averaged_errors(lambda u, p: _keyed_on_exact_input(p[:100], key))
-    assert (err < 20.0).sum() > 40            # main: nearly everyone is found
+    err = _averaged_errors(lambda u, p: _keyed_on_exact_input(p[:100], key), users=50)
+    assert (err < 20.0).mean() > 40 / USERS   # main: nearly everyone is found (limit: 20 %)
 
 
 # ------------------------------------------------------------- the per-user budget manager
