@@ -15,11 +15,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from veil.engine import Job, run_job
-from veil.engine.runner import part_is_valid
 from veil.errors import BudgetExceededError, DataError, ParameterError
 
 sys.path.insert(0, str(Path(__file__).parent))
 import helpers  # noqa: E402,F401  (registers the test tasks)
+from helpers import work_of  # noqa: E402
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 CATS = ["a", "b", "c"]
@@ -59,7 +59,11 @@ def test_per_user_results_match_direct_computation(tmp_path):
     assert res.users == len(want) and res.rows_in == 30_000
     man = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert man["status"] == "complete" and len(man["parts"]) == 7
-    assert not (tmp_path / "out" / "_staging").exists()
+    # the published folder holds the parts and the manifest only; the private work folder
+    # (staging with raw rows, the key) is gone
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == \
+        ["manifest.json"] + [f"part-{b:05d}.parquet" for b in range(7)]
+    assert not work_of(tmp_path / "out").exists()
 
 
 def test_same_seed_same_output_across_workers_and_engines(tmp_path):
@@ -79,28 +83,48 @@ def test_unseeded_runs_differ(tmp_path):
     assert _rows(tmp_path / "o1") != _rows(tmp_path / "o2")
 
 
-def test_damaged_parts_are_detected_and_redone(tmp_path):
+def test_damaged_unpublished_parts_are_detected_and_redone(tmp_path):
+    """A crash leaves a truncated part, a missing marker and a stray temp file in the private
+    work folder: resume redoes exactly those buckets, to the uninterrupted output."""
     inp = _checkins(tmp_path / "in.parquet")
     ref = tmp_path / "ref"
     run_job(_job(inp, ref, seed=1, buckets=8))
     out = tmp_path / "out"
-    job = _job(inp, out, seed=1, buckets=8, spend_again=True)
-    run_job(job)
-    # simulate a crash: truncated part, missing marker, stale temp file, status running
-    p3 = out / "part-00003.parquet"
+    env = {"VEIL_TEST_FAULT": "verify"}  # killed after every bucket ran, before publishing
+    script = tmp_path / "run.py"
+    script.write_text(_RUN_SCRIPT.format(src=SRC, tests=str(Path(__file__).parent),
+                                         ledger=str(tmp_path / "ledger.json"), inp=str(inp),
+                                         out=str(out), task="count-noise",
+                                         params={"categories": CATS, "epsilon": 1.0},
+                                         buckets=8, workers=1))
+    r = subprocess.run([sys.executable, str(script)], env=dict(os.environ, **env))
+    assert r.returncode == -signal.SIGKILL
+    assert not out.exists()  # nothing published before every part is verified
+    work = work_of(out)
+    p3 = work / "parts" / "part-00003.parquet"
     p3.write_bytes(p3.read_bytes()[:50])
-    (out / "part-00005.json").unlink()
-    (out / ".part-00006.parquet.tmp-999").write_bytes(b"partial")
-    man = json.loads((out / "manifest.json").read_text())
-    man["status"] = "running"
-    (out / "manifest.json").write_text(json.dumps(man))
-    assert not part_is_valid(out, 3) and not part_is_valid(out, 5)
+    (work / "markers" / "part-00005.json").unlink()
+    (work / "tmp" / ".part-00006.parquet.tmp-999").write_bytes(b"partial")
     with pytest.raises(ParameterError, match="--resume"):
         run_job(_job(inp, out, seed=1, buckets=8, spend_again=True))
     res = run_job(_job(inp, out, seed=1, buckets=8, resume=True))
     assert res.buckets_run == 2
     assert _rows(out) == _rows(ref)
-    assert not list(out.glob(".part-*"))
+    assert not work.exists()
+
+
+_RUN_SCRIPT = """
+import sys, os
+sys.path.insert(0, {src!r})
+sys.path.insert(0, {tests!r})
+os.environ["VEIL_LEDGER"] = {ledger!r}
+import helpers
+from veil.engine import Job, run_job
+if __name__ == "__main__":
+    run_job(Job({inp!r}, {out!r}, {task!r}, params={params!r}, user_column="uid", seed=1,
+            buckets={buckets}, workers={workers}, resume=True, spend_again=True,
+            progress=False))
+"""
 
 
 _KILL_SCRIPT = """
@@ -131,13 +155,14 @@ def test_killed_runs_resume_to_the_uninterrupted_output(tmp_path, sig, workers):
                                           out=str(out), workers=workers))
     g = np.random.default_rng(int(sig) * 10 + workers)
     kills = 0
+    markers = work_of(out) / "markers"
     for _ in range(12):
-        done = len(list(out.glob("part-*.json")))
+        done = len(list(markers.glob("part-*.json")))
         target = done + int(g.integers(1, 10))
         proc = subprocess.Popen([sys.executable, str(script)], start_new_session=True)
         deadline = time.time() + 120
         while (proc.poll() is None and time.time() < deadline
-               and len(list(out.glob("part-*.json"))) < target):
+               and len(list(markers.glob("part-*.json"))) < target):
             time.sleep(0.02)
         time.sleep(float(g.uniform(0, 0.05)))  # land anywhere, including inside a write
         if proc.poll() is None:
@@ -207,13 +232,15 @@ def test_bad_inputs_fail_clearly_and_overwrite_nothing(tmp_path):
         _job(inp, tmp_path / "o9", engine="spark")
 
 
-def test_failing_task_leaves_a_resumable_run(tmp_path):
+def test_failing_task_leaves_nothing_that_looks_like_a_job(tmp_path):
+    """A task that fails on the data fails again on resume: nothing was published, so neither
+    the output folder nor the private work folder is left behind."""
     inp = _checkins(tmp_path / "in.parquet")
-    with pytest.raises(RuntimeError, match="on purpose"):
-        run_job(_job(inp, tmp_path / "o", task="test-boom", params={}))
-    man = json.loads((tmp_path / "o" / "manifest.json").read_text())
-    assert man["status"] == "running"
-    assert not list((tmp_path / "o").glob("part-*"))
+    for workers in (1, 2):
+        with pytest.raises(RuntimeError, match="on purpose"):
+            run_job(_job(inp, tmp_path / "o", task="test-boom", params={}, workers=workers))
+        assert not (tmp_path / "o").exists()
+        assert not work_of(tmp_path / "o").exists()
 
 
 def test_dask_engine_matches_local(tmp_path):
@@ -249,7 +276,8 @@ def test_dask_survives_a_worker_killed_mid_job(tmp_path):
         t = threading.Thread(target=run)
         t.start()
         deadline = time.time() + 60
-        while time.time() < deadline and len(list((tmp_path / "out").glob("part-*.json"))) < 3:
+        markers = work_of(tmp_path / "out") / "markers"
+        while time.time() < deadline and len(list(markers.glob("part-*.json"))) < 3:
             time.sleep(0.1)
         pids = client.run(os.getpid)
         victim = next(iter(pids.values()))

@@ -15,7 +15,15 @@ ENGINE = typer.Option("local", "--engine", help="local (process pool, default) o
 WORKERS = typer.Option(1, "--workers", "-w", help="Worker processes (or Dask workers).")
 RESUME = typer.Option(False, "--resume", help="Continue an interrupted run of the same job.")
 SCHEDULER = typer.Option(None, "--scheduler",
-                         help="Address of an existing Dask scheduler, e.g. tcp://host:8786.")
+                         help="Address of an existing Dask scheduler, e.g. tls://host:8786 "
+                              "(TLS settings from the Dask configuration; a plain tcp:// "
+                              "address is refused for DP tasks unless --insecure-scheduler).")
+INSECURE = typer.Option(False, "--insecure-scheduler",
+                        help="Accept a plain tcp:// --scheduler for a DP task: the per-bucket "
+                             "noise values then cross the network unencrypted.")
+WORK = typer.Option(None, "--work-dir",
+                    help="Private work folder (staging, unpublished parts, the noise key; "
+                         "mode 0700). Default: .NAME.veil-work beside the output NAME.")
 SPEND = typer.Option(False, "--spend-again",
                      help="Allow another release for users who already received one from this "
                           "input: it spends the per-user budget again.")
@@ -30,13 +38,20 @@ QUIET = typer.Option(False, "--quiet", help="No progress bar.")
 def _run(task: str, input: Path, output: Path, params: dict[str, Any], *, user_column: str,
          columns: dict[str, str], engine: str, workers: int, resume: bool,
          scheduler: Optional[str], spend_again: bool, buckets: Optional[int],
-         ledger: Optional[Path], seed: Optional[int], quiet: bool) -> None:
+         ledger: Optional[Path], seed: Optional[int], quiet: bool,
+         work_dir: Optional[Path] = None, insecure_scheduler: bool = False) -> None:
     from ..engine import Job, run_job
 
     res = run_job(Job(input, output, task, params=params, user_column=user_column,
                       columns=columns, engine=engine, workers=workers, resume=resume,
                       scheduler=scheduler, spend_again=spend_again, buckets=buckets,
-                      ledger=ledger, seed=seed, progress=not quiet))
+                      ledger=ledger, seed=seed, progress=not quiet, work_dir=work_dir,
+                      insecure_scheduler=insecure_scheduler))
+    if res.rows_in is None:
+        typer.echo(f"already complete and verified: {res.users:,} users, {res.rows_out:,} rows "
+                   f"out in {res.buckets} parts; epsilon per user {res.epsilon_per_user:g}; "
+                   f"output {res.output}")
+        return
     typer.echo(f"{res.users:,} users, {res.rows_in:,} rows in, {res.rows_out:,} rows out, "
                f"{res.buckets_run}/{res.buckets} buckets run, {res.seconds:.1f} s "
                f"({res.users_per_second:,.0f} users/s); epsilon per user "
@@ -55,14 +70,16 @@ def counts(
     user_column: str = USER, engine: str = ENGINE, workers: int = WORKERS, resume: bool = RESUME,
     scheduler: Optional[str] = SCHEDULER, spend_again: bool = SPEND,
     buckets: Optional[int] = BUCKETS, ledger: Optional[Path] = LEDGER,
-    seed: Optional[int] = SEED, quiet: bool = QUIET,
+    seed: Optional[int] = SEED, quiet: bool = QUIET, work_dir: Optional[Path] = WORK,
+    insecure_scheduler: bool = INSECURE,
 ) -> None:
     """Each user's category counts with exact discrete Laplace noise (event-level eps-DP)."""
     cats = [c.strip() for c in categories.split(",") if c.strip()]
     _run("count-noise", input, output, {"categories": cats, "epsilon": epsilon},
          user_column=user_column, columns={"category": category_column}, engine=engine,
          workers=workers, resume=resume, scheduler=scheduler, spend_again=spend_again,
-         buckets=buckets, ledger=ledger, seed=seed, quiet=quiet)
+         buckets=buckets, ledger=ledger, seed=seed, quiet=quiet, work_dir=work_dir,
+         insecure_scheduler=insecure_scheduler)
 
 
 def _names(value: str, option: str) -> list[str]:
@@ -115,7 +132,7 @@ def visits(
     category_column: str = typer.Option("category", "--category-column"),
     user_column: str = USER, engine: str = ENGINE, workers: int = WORKERS, resume: bool = RESUME,
     scheduler: Optional[str] = SCHEDULER, buckets: Optional[int] = BUCKETS,
-    seed: Optional[int] = SEED, quiet: bool = QUIET,
+    seed: Optional[int] = SEED, quiet: bool = QUIET, work_dir: Optional[Path] = WORK,
 ) -> None:
     """Sensitive location hiding for every user (exact SLH; spends no budget).
 
@@ -157,10 +174,11 @@ def visits(
     common = dict(user_column=user_column, columns={"category": category_column},
                   engine=engine, workers=workers, resume=resume, scheduler=scheduler,
                   spend_again=False, buckets=buckets, ledger=None, quiet=quiet)
-    _run("visits-hide", input, output, params, seed=seed, **common)
-    if report is not None:
+    _run("visits-hide", input, output, params, seed=seed, work_dir=work_dir, **common)
+    if report is not None:  # its own job, with its own private work folder
         det = {k: v for k, v in params.items() if k not in ("resample_size", "resample_mix")}
-        _run("visits-hide-report", input, report, det, seed=None, **common)
+        _run("visits-hide-report", input, report, det, seed=None,
+             work_dir=Path(f"{work_dir}-report") if work_dir else None, **common)
 
 
 @app.command("trajectories")
@@ -181,7 +199,8 @@ def trajectories(
     user_column: str = USER, engine: str = ENGINE, workers: int = WORKERS, resume: bool = RESUME,
     scheduler: Optional[str] = SCHEDULER, spend_again: bool = SPEND,
     buckets: Optional[int] = BUCKETS, ledger: Optional[Path] = LEDGER,
-    seed: Optional[int] = SEED, quiet: bool = QUIET,
+    seed: Optional[int] = SEED, quiet: bool = QUIET, work_dir: Optional[Path] = WORK,
+    insecure_scheduler: bool = INSECURE,
 ) -> None:
     """Release every user's trajectory with PIM or LM (epsilon per timestamp)."""
     _run("trajectories", input, output,
@@ -190,4 +209,53 @@ def trajectories(
          user_column=user_column,
          columns={"t": time_column, "lat": lat_column, "lon": lon_column}, engine=engine,
          workers=workers, resume=resume, scheduler=scheduler, spend_again=spend_again,
-         buckets=buckets, ledger=ledger, seed=seed, quiet=quiet)
+         buckets=buckets, ledger=ledger, seed=seed, quiet=quiet, work_dir=work_dir,
+         insecure_scheduler=insecure_scheduler)
+
+
+@app.command("status")
+def status(
+    output: Path = typer.Argument(..., help="The job's output folder."),
+    work_dir: Optional[Path] = WORK,
+    as_json: bool = typer.Option(False, "--json", help="Print the status as JSON."),
+) -> None:
+    """Progress of a job, what is missing, and a SHA-256 check of every part.
+
+    Exit status: 0 complete and verified; 3 running or interrupted (resumable with --resume);
+    4 a completed output that is damaged; 5 no veil job there. Changes nothing.
+    """
+    import json
+
+    from ..engine.status import format_status, job_status
+
+    st = job_status(output, work_dir)
+    if as_json:
+        typer.echo(json.dumps(st, indent=2, sort_keys=True, default=str))
+    else:
+        for line in format_status(st):
+            typer.echo(line)
+    code = {"complete": 0, "running": 3, "interrupted": 3, "damaged": 4}.get(st["state"], 5)
+    raise typer.Exit(code)
+
+
+@app.command("discard")
+def discard(
+    output: Path = typer.Argument(..., help="The output folder of the interrupted job."),
+    work_dir: Optional[Path] = WORK,
+    yes: bool = typer.Option(False, "--yes", help="Really delete the interrupted run."),
+) -> None:
+    """Delete an interrupted run's private work folder (staging, unpublished parts, noise key).
+
+    Nothing of it was published; the next run of the command starts a new job (new noise).
+    The output folder is never touched.
+    """
+    from ..engine.runner import discard_job, work_dir_for
+    from ..errors import ParameterError
+
+    if not yes:
+        raise ParameterError(f"discard deletes the interrupted run in "
+                             f"{work_dir_for(output, work_dir)} (its finished buckets are lost): "
+                             "pass --yes to confirm")
+    res = discard_job(output, work_dir)
+    typer.echo(f"discarded the interrupted run in {res['work']} ({res['finished_buckets']} "
+               "finished bucket(s) deleted, nothing had been published)")

@@ -7,11 +7,10 @@ import hashlib
 import json
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..errors import BudgetExceededError, DataError, ParameterError
 from ..release import to_jsonable
 from ..validation import check_choice, check_int
@@ -43,14 +42,19 @@ class Job:
         Number of user buckets (units of work). Default: about 200,000 input
         rows per bucket, at least 16.
     seed : int, optional
-        **Experiments only**: makes every bucket's noise reproducible, so a
-        resumed run equals an uninterrupted one. Never publish seeded output.
+        **Experiments only**: derives the noise key from the seed, so two jobs with
+        the same seed draw the same noise. Never publish seeded output. Without a
+        seed the key is 256 random bits kept in the private work folder; a resumed
+        run equals an uninterrupted one either way.
     workers : int
         Processes (local) or Dask workers.
     engine : {"local", "dask"}
     scheduler : str, optional
-        Address of an existing Dask scheduler (``tcp://host:8786``); default
-        starts a local cluster.
+        Address of an existing Dask scheduler (``tls://host:8786``, TLS settings
+        from the Dask configuration); default starts a local cluster with TLS.
+    insecure_scheduler : bool
+        Allow a plain ``tcp://`` scheduler for a DP task (the per-bucket noise
+        values then cross the network unencrypted).
     resume : bool
         Continue an interrupted run of the same job in ``output``.
     spend_again : bool
@@ -61,6 +65,9 @@ class Job:
         ``~/.local/share/veil/ledger.json``).
     progress : bool
         Show a progress bar.
+    work_dir : str or Path, optional
+        The private work folder (staging, unpublished parts, the noise key). Default
+        ``.NAME.veil-work`` beside the output folder ``NAME``, on the same file system.
     """
 
     input: str | Path
@@ -78,6 +85,8 @@ class Job:
     spend_again: bool = False
     ledger: str | Path | None = None
     progress: bool = True
+    work_dir: str | Path | None = None
+    insecure_scheduler: bool = False
 
     def __post_init__(self) -> None:
         self.output = Path(self.output)
@@ -111,21 +120,22 @@ class Job:
                           for f in files]}
 
     def fingerprint(self) -> str:
-        """Identifies the job: same input files, task, parameters, columns and seeding."""
-        spec = {"input": self.input_identity(), "task": self.task,
+        """Identifies the job: same input location, task, parameters, columns and seeding.
+
+        The input's *content* is checked separately, against a digest of what was staged
+        (kept in the private work folder), when an interrupted run resumes.
+        """
+        spec = {"input": os.path.realpath(str(self.input)), "task": self.task,
                 "params": to_jsonable(self.params), "user_column": self.user_column,
                 "columns": self.columns, "buckets": self.buckets,
                 "seeded": self.seed is not None, "seed": self.seed}
         return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:32]
 
     def describe(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["input"] = str(self.input)
-        d["output"] = str(self.output)
-        d["ledger"] = str(self.ledger) if self.ledger else None
-        d["params"] = to_jsonable(self.params)
-        d.pop("progress", None)
-        return d
+        """What defines the job (written in the manifest); how it ran (engine, workers) is not."""
+        return {"input": str(self.input), "task": self.task, "params": to_jsonable(self.params),
+                "user_column": self.user_column, "columns": dict(self.columns),
+                "buckets": self.buckets, "seed": self.seed}
 
 
 @dataclass
@@ -135,7 +145,7 @@ class JobResult:
     output: Path
     buckets: int
     buckets_run: int
-    rows_in: int
+    rows_in: int | None  # None when an already complete job was only verified
     rows_out: int
     users: int
     epsilon_per_user: float
@@ -149,36 +159,26 @@ class JobResult:
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    from .fsutil import write_file
+
+    write_file(Path(path), text.encode())
 
 
 def read_manifest(output: Path) -> dict[str, Any] | None:
+    """The manifest of an output folder (``None`` if it has none; a link is refused)."""
     p = Path(output) / MANIFEST
-    if not p.exists():
+    if not os.path.lexists(p):
         return None
     try:
-        return json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            man = json.loads(fh.read().decode())
+        if not isinstance(man, dict):
+            raise ValueError("not a JSON object")
+        return man
+    except (OSError, ValueError) as exc:
         raise DataError(f"manifest is unreadable ({exc}); remove the folder or choose another "
                         "--output", path=str(p)) from None
-
-
-def write_manifest(output: Path, manifest: dict[str, Any]) -> None:
-    _atomic_write_text(Path(output) / MANIFEST, json.dumps(to_jsonable(manifest), indent=2,
-                                                           sort_keys=True))
-
-
-def new_manifest(job: Job, fingerprint: str, epsilon: float, buckets: int | None,
-                 epsilon_unit: str = "per user") -> dict[str, Any]:
-    return {"veil_version": __version__, "job_fingerprint": fingerprint, "job": job.describe(),
-            "epsilon_per_user": epsilon, "epsilon_unit": epsilon_unit, "buckets": buckets,
-            "status": "running",
-            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": 1}
 
 
 # --------------------------------------------------------------------------- ledger

@@ -37,6 +37,14 @@ class Task:
         Secondary sort keys inside a user (e.g. time).
     validate : callable
         ``params -> params``: checks parameters before any work starts.
+    column_kinds : dict
+        What each input column must hold, checked on the whole input before any
+        bucket runs: ``"category"`` (staged as text; no empty cell), ``"number"``
+        (staged as float64), ``"time"`` (a number or a timestamp, staged as float64
+        seconds); other columns are staged as they are (lists and records refused).
+    input_domain : callable, optional
+        ``params -> {column: [allowed values]}``: a closed public domain; a row outside it
+        is an error before any bucket runs.
     """
 
     name: str
@@ -47,6 +55,8 @@ class Task:
     validate: Callable[[dict[str, Any]], dict[str, Any]] = lambda p: p
     description: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    column_kinds: dict[str, str] = field(default_factory=dict)
+    input_domain: Callable[[dict[str, Any]], dict[str, list[str]]] | None = None
 
 
 _TASKS: dict[str, Task] = {}

@@ -1,35 +1,74 @@
-"""Staging, per-bucket execution, checkpoints, and the local and Dask engines."""
+"""Validation, staging, per-bucket execution, verification and commit of a batch job.
+
+Where things live (``OUT`` is the output folder, ``WORK`` the job's private work folder,
+by default ``.OUT.veil-work`` beside it, mode 0700):
+
+* ``WORK/lock`` and ``WORK/workers.lock``: one job per output folder, no orphan beside it
+  (:mod:`veil.engine.lock`);
+* ``WORK/job.json``: the job's state (fingerprint, per-bucket content digests of what was
+  staged, phase); ``WORK/key``: the noise key (:mod:`veil.engine.keys`);
+* ``WORK/staging/bucket=B/*.parquet``: the input's needed columns hashed into buckets (raw
+  rows: never in ``OUT``);
+* ``WORK/parts/part-B.parquet`` and ``WORK/markers/part-B.json``: finished buckets and their
+  row counts and SHA-256, not yet published.
+
+``OUT`` does not exist (or stays empty) until every part is verified: then
+``WORK/parts`` with its ``manifest.json`` is renamed to ``OUT`` in one step, and ``WORK`` is
+removed (raw rows and key with it). A reader of ``OUT`` sees nothing or the complete, verified
+job; a run killed anywhere resumes from ``WORK``.
+"""
 
 from __future__ import annotations
 
-import glob
+import errno
 import importlib
-import hashlib
 import json
 import math
 import os
+import secrets
 import shutil
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from multiprocessing import get_context
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from ..errors import DataError, ParameterError
+from .. import __version__
+from ..errors import DataError, ParameterError, VeilError
 from ..io import sql
-from .job import (Job, JobResult, check_and_record_ledger, new_manifest,
-                  read_manifest, write_manifest)
+from ..release import to_jsonable
+from . import fsutil
+from .fsutil import fault, private_dir, remove_tree, sha256_file, write_file
+from .job import (MANIFEST, Job, JobResult, check_and_record_ledger, read_manifest)
+from .keys import bucket_entropy, bucket_rng, create_key, load_key, seed_key
+from .lock import JobLock, bucket_lock, wait_for_orphans
+from .pool import WorkerLostError
 from .registry import get_task
 
-STAGING = "_staging"
-ROWS_PER_BUCKET = 200_000
+__all__ = ["run_job", "run_bucket", "bucket_arrays", "work_dir_for", "verify_output",
+           "StagingDamagedError", "InputChangedError", "USERS_PER_BUCKET"]
+
+USERS_PER_BUCKET = 10_000
+MIN_BUCKETS = 16
+WORK_SUFFIX = ".veil-work"
+STATE = "job.json"
+STAGING = "staging"
+PARTS = "parts"
+MARKERS = "markers"
+TMP = "tmp"
+FORMAT = 2
 
 
-_sql_str = sql.literal
+class StagingDamagedError(VeilError, RuntimeError):
+    """A staged bucket is missing or does not match what was staged."""
 
 
+class InputChangedError(DataError):
+    """The input's content differs from what an interrupted run staged."""
+
+
+# --------------------------------------------------------------------------- input
 def _source_sql(files: list[str]) -> str:
     kinds = {Path(f).suffix.lower() for f in files}
     lst = sql.paths(files)
@@ -61,81 +100,228 @@ def _check_schemas(files: list[str]) -> None:
                             "one schema", path=f)
 
 
-def _inspect(job: Job, task, con) -> tuple[str, dict[str, str], int]:
-    """Check the input before anything is written: readable, one schema, columns, rows."""
+def _raw_names(files: list[str], con) -> list[str] | None:
+    """Column names as the file spells them (DuckDB renames duplicates to ``x_1``)."""
+    f = files[0]
+    low = f.lower()
+    try:
+        if low.endswith(".parquet"):
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(f).names)
+        if low.endswith((".csv", ".tsv", ".txt")):
+            import csv
+
+            delim, quote = con.execute(
+                f"SELECT Delimiter, Quote FROM sniff_csv({sql.path(f)})").fetchall()[0]
+            with open(f, newline="", encoding="utf-8", errors="replace") as fh:
+                return next(csv.reader(fh, delimiter=delim or ",", quotechar=quote or '"'), [])
+    except Exception:  # noqa: BLE001 - only a better message is lost; DuckDB reports the rest
+        return None
+    return None
+
+
+_INTS = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER"}
+_FLOATS = {"FLOAT", "DOUBLE", "REAL"}
+_TIMES = ("TIMESTAMP", "DATE")
+
+
+def _nested(dtype: str) -> bool:
+    d = dtype.upper()
+    return d.endswith("]") or d.startswith(("STRUCT", "MAP", "UNION"))
+
+
+def _staged_expr(kind: str, col: str, dtype: str, path: str) -> str:
+    """The SQL expression staging ``col`` for a task column of ``kind`` (type checked)."""
+    q = sql.ident(col)
+    d = dtype.upper()
+    if _nested(d):
+        what = {"user": "a user identifier (text or integer)", "category": "a category name",
+                "number": "a number", "time": "a number or a timestamp"}.get(kind, "a plain value")
+        raise DataError(f"holds {dtype} values (lists or records); this column must hold {what} "
+                        "in every row", path=path, column=col)
+    if kind == "user":
+        if d == "VARCHAR" or d == "UBIGINT":
+            return q
+        if d in _INTS:
+            return f"CAST({q} AS BIGINT)"
+        return f"CAST({q} AS VARCHAR)"
+    if kind == "category":
+        return q if d == "VARCHAR" else f"CAST({q} AS VARCHAR)"
+    numeric = d in _INTS or d in _FLOATS or d in {"UBIGINT", "HUGEINT", "UHUGEINT"} \
+        or d.startswith("DECIMAL")
+    if kind == "number":
+        if not numeric:
+            raise DataError(f"holds {dtype} values; a number is needed", path=path, column=col)
+        return f"CAST({q} AS DOUBLE)"
+    if kind == "time":
+        if numeric:
+            return f"CAST({q} AS DOUBLE)"
+        if d.startswith(_TIMES):
+            return f"CAST(epoch({q}) AS DOUBLE)"
+        raise DataError(f"holds {dtype} values; a number (seconds) or a timestamp is needed",
+                        path=path, column=col)
+    return q
+
+
+@dataclass
+class Plan:
+    """What staging reads: the source, the staged expressions and their aliases."""
+
+    files: list[str]
+    src: str
+    exprs: list[str]     # SQL expression per staged column, in order (user first)
+    aliases: list[str]   # staged column names: "user", then the task's columns
+    rows: int
+    users_estimate: int
+
+    @property
+    def select(self) -> str:
+        return ", ".join(f"{e} AS {sql.ident(a)}" for e, a in zip(self.exprs, self.aliases))
+
+
+def _duckdb_error(exc: BaseException, what: str, path: str) -> BaseException:
+    """Turn a DuckDB exception into what veil promises (interrupt, disk full, one-line error)."""
+    import duckdb
+
+    if isinstance(exc, duckdb.InterruptException):
+        return KeyboardInterrupt()
+    if fsutil.no_space(exc):
+        return OSError(errno.ENOSPC, f"no space left on device while {what}; free space and "
+                                     "rerun the same command", path)
+    return DataError(f"cannot read input while {what}: {' '.join(str(exc).split())}", path=path)
+
+
+def inspect_input(job: Job, task, params: dict[str, Any], con) -> Plan:
+    """Check the whole input before anything is written; return the staging plan.
+
+    Readable, one schema, the needed columns present once each with usable types, at least
+    one row, no empty user id or category, every category inside a closed public domain.
+    """
     files = job.input_files()
     _check_schemas(files)
     src = _source_sql(files)
+    path = files[0]
     try:
-        cols = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()]
-        rows = con.execute(f"SELECT count(*) FROM {src}").fetchall()[0][0]
+        described = con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()
     except Exception as exc:  # duckdb raises its own exception types
-        raise DataError(f"cannot read input: {' '.join(str(exc).split())}", path=files[0]) from None
+        raise _duckdb_error(exc, "reading its schema", path) from None
+    cols = [r[0] for r in described]
+    types = {r[0]: str(r[1]) for r in described}
     needed = {"user": job.user_column}
     for c in task.columns:
         needed[c] = job.columns.get(c, c)
+    raw = _raw_names(files, con) or cols
+    for alias, name in needed.items():
+        same = [n for n in raw if n.lower() == name.lower()]
+        if len(same) > 1:
+            raise DataError(f"the input has {len(same)} columns named {same} (names that differ "
+                            f"only by case are the same column in SQL); rename them so that "
+                            f"{name!r} (for {alias}) is unambiguous", path=path)
     missing = [f"{v!r} (for {k})" for k, v in needed.items() if v not in cols]
     if missing:
-        raise DataError(f"missing column(s) {', '.join(missing)}; the input has {cols}",
-                        path=files[0])
-    if rows == 0:
-        raise DataError("input has no rows", path=files[0])
-    nulls = con.execute(f'SELECT count(*) FROM {src} WHERE {sql.ident(job.user_column)} IS NULL'
-                        ).fetchall()[0][0]
-    if nulls:
-        raise DataError(f"{nulls} row(s) have an empty user identifier", path=files[0],
-                        column=job.user_column)
-    return src, needed, int(rows)
-
-
-def _stage(job: Job, task, staging: Path, con) -> tuple[int, int]:
-    """Hash users into buckets and write them as Parquet; returns (rows, buckets).
-
-    The bucket count only partitions the work; it is never released.
-    """
-    marker = staging / "_SUCCESS"
-    if marker.exists():
-        info = json.loads(marker.read_text())
-        return int(info["rows"]), int(info["buckets"])
-    if staging.exists():
-        shutil.rmtree(staging)
-    src, needed, rows = _inspect(job, task, con)
-    buckets = job.buckets or max(16, math.ceil(rows / ROWS_PER_BUCKET))
-    select = ", ".join(f"{sql.ident(v)} AS {sql.ident(k)}" for k, v in needed.items())
-    tmp = staging.with_name(staging.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    con.execute(f"COPY (SELECT {select}, hash({sql.ident(job.user_column)}) % {buckets} AS bucket "
-                f"FROM {src}) TO {sql.path(tmp)} (FORMAT parquet, PARTITION_BY (bucket))")
-    os.replace(tmp, staging)
-    (staging / "_SUCCESS").write_text(json.dumps({"rows": rows, "buckets": buckets}))
-    return rows, buckets
-
-
-def _part_paths(output: Path, b: int) -> tuple[Path, Path]:
-    return output / f"part-{b:05d}.parquet", output / f"part-{b:05d}.json"
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def part_is_valid(output: Path, b: int) -> bool:
-    """A bucket is done iff its part exists and matches the SHA-256 in its marker."""
-    part, marker = _part_paths(output, b)
-    if not (part.exists() and marker.exists()):
-        return False
+        raise DataError(f"missing column(s) {', '.join(missing)}; the input has {cols}", path=path)
+    kinds = {"user": "user", **{c: task.column_kinds.get(c, "any") for c in task.columns}}
+    exprs = [_staged_expr(kinds[a], n, types[n], path) for a, n in needed.items()]
+    aliases = list(needed)
+    domains = task.input_domain(params) if task.input_domain else {}
+    aggs = ["count(*)", f"count(*) FILTER (WHERE {exprs[0]} IS NULL)",
+            f"approx_count_distinct({exprs[0]})"]
+    checks: list[tuple[str, str]] = []
+    for a, e in zip(aliases[1:], exprs[1:]):
+        if kinds[a] == "category":
+            checks.append((a, "null"))
+            aggs.append(f"count(*) FILTER (WHERE {e} IS NULL)")
+        if a in domains:
+            dom = "[" + ", ".join(sql.literal(v) for v in domains[a]) + "]"
+            cond = f"{e} IS NOT NULL AND NOT list_contains({dom}, {e})"
+            checks.append((a, "domain"))
+            aggs.append(f"count(*) FILTER (WHERE {cond})")
+            checks.append((a, "example"))
+            aggs.append(f"min({e}) FILTER (WHERE {cond})")
     try:
-        info = json.loads(marker.read_text())
-        return info.get("sha256") == _sha256(part)
-    except (OSError, json.JSONDecodeError):
-        return False
+        res = con.execute(f"SELECT {', '.join(aggs)} FROM {src}").fetchall()[0]
+    except Exception as exc:  # noqa: BLE001
+        raise _duckdb_error(exc, "checking it", path) from None
+    rows, null_users, users = int(res[0]), int(res[1]), int(res[2] or 0)
+    if rows == 0:
+        raise DataError("input has no rows", path=path)
+    if null_users:
+        raise DataError(f"{null_users} row(s) have an empty user identifier", path=path,
+                        column=job.user_column)
+    vals = dict(zip(checks, res[3:]))
+    for a in aliases[1:]:
+        name = needed[a]
+        if vals.get((a, "null")):
+            raise DataError(f"{vals[(a, 'null')]} row(s) have an empty {a} (no value); every "
+                            f"row needs one", path=path, column=name)
+        if vals.get((a, "domain")):
+            raise DataError(f"{vals[(a, 'domain')]} row(s) hold a {a} that is not in the job's "
+                            f"category domain (e.g. {vals[(a, 'example')]!r}); add it to "
+                            "--categories (the public domain) or remove those rows",
+                            path=path, column=name)
+    return Plan(files, src, exprs, aliases, rows, users)
 
 
+def default_buckets(users: int) -> int:
+    """Buckets for about :data:`USERS_PER_BUCKET` users each, at least :data:`MIN_BUCKETS`.
+
+    Depends only on the number of users, which every task's output shows anyway (each user
+    gets rows); the number of input rows (private under event-level DP) never shapes the
+    published folder.
+    """
+    return max(MIN_BUCKETS, math.ceil(users / USERS_PER_BUCKET))
+
+
+def _digest_sql(src: str, exprs: list[str], buckets: int) -> str:
+    return (f"SELECT hash({exprs[0]}) % {int(buckets)} AS b, count(*), "
+            f"sum(hash({', '.join(exprs)})) FROM {src} GROUP BY 1")
+
+
+def _digests(con, src: str, exprs: list[str], buckets: int, what: str,
+             path: str) -> dict[int, dict[str, Any]]:
+    """Per bucket: row count and an order-free content digest (sum of 64-bit row hashes)."""
+    try:
+        res = con.execute(_digest_sql(src, exprs, buckets)).fetchall()
+    except Exception as exc:  # noqa: BLE001
+        raise _duckdb_error(exc, what, path) from None
+    out = {b: {"rows": 0, "digest": "0"} for b in range(buckets)}
+    for b, n, s in res:
+        out[int(b)] = {"rows": int(n), "digest": format(int(s) % (1 << 128), "x")}
+    return out
+
+
+def _stage(con, plan: Plan, buckets: int, work: Path) -> dict[str, Any]:
+    """Hash users into buckets under ``WORK/staging``; return the staging record."""
+    tmp = work / (STAGING + ".tmp")
+    remove_tree(tmp)
+    user = plan.exprs[0]
+    fault("staging")
+    try:
+        con.execute(f"COPY (SELECT {plan.select}, hash({user}) % {int(buckets)} AS bucket "
+                    f"FROM {plan.src}) TO {sql.path(tmp)} (FORMAT parquet, PARTITION_BY (bucket))")
+    except Exception as exc:  # noqa: BLE001
+        remove_tree(tmp)
+        raise _duckdb_error(exc, f"staging it into {work}", plan.files[0]) from None
+    fault("staged")
+    staged = [str(p) for p in sorted(tmp.glob("bucket=*/*.parquet"))]
+    aliases = [sql.ident(a) for a in plan.aliases]
+    per = _digests(con, f"read_parquet({sql.paths(staged)})", aliases, buckets,
+                   "digesting the staged rows", plan.files[0])
+    for b in range(buckets):
+        folder = tmp / f"bucket={b}"
+        per[b]["files"] = {p.name: sha256_file(p) for p in sorted(folder.glob("*.parquet"))}
+        if sum(1 for _ in per[b]["files"]) == 0 and per[b]["rows"]:
+            raise StagingDamagedError(f"staging lost bucket {b}")
+    final = work / STAGING
+    remove_tree(final)
+    os.replace(tmp, final)
+    fsutil.fsync_dir(work)
+    return {"buckets": buckets, "rows": plan.rows,
+            "per_bucket": {str(b): v for b, v in per.items()}}
+
+
+# --------------------------------------------------------------------------- one bucket
 def bucket_arrays(tbl, cols: list[str]):
     """Numpy arrays of one user-sorted bucket, as tasks receive them.
 
@@ -185,77 +371,177 @@ def _worker_connection():
     return _CONNECTION
 
 
-def run_bucket(spec: dict[str, Any], b: int) -> dict[str, Any]:
-    """Process bucket ``b`` (runs in a worker process; also used by Dask)."""
+def _part_name(b: int) -> str:
+    return f"part-{b:05d}.parquet"
+
+
+def _marker_name(b: int) -> str:
+    return f"part-{b:05d}.json"
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            return json.loads(fh.read().decode())
+    except (OSError, ValueError):
+        return None
+
+
+def run_bucket(spec: dict[str, Any], b: int, extra: dict[str, Any]) -> dict[str, Any]:
+    """Process bucket ``b`` (runs in a worker process; also used by Dask).
+
+    ``extra`` holds what the parent knows of the bucket: its staged files and their SHA-256,
+    its row count and the 256-bit value its noise is drawn from. The staged files are
+    verified before they are read; the part and its marker are written atomically into the
+    private work folder, never into the output.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    output = Path(spec["output"])
-    if spec.get("task_module"):
-        importlib.import_module(spec["task_module"])  # registers the task in this process
-    task = get_task(spec["task"])
-    files = glob.glob(str(output / STAGING / f"bucket={b}" / "*.parquet"))
-    cols = ["user", *task.columns]
-    if files:
-        order = ", ".join(sql.ident(c) for c in ("user", *task.order_by))
-        lst = sql.paths(sorted(files))
-        sel = ", ".join(sql.ident(c) for c in cols)
-        tbl = _worker_connection().sql(
-            f"SELECT {sel} FROM read_parquet({lst}) ORDER BY {order}").to_arrow_table()
-    else:
-        tbl = pa.table({c: pa.array([], pa.string()) for c in cols})
-    arrays, user_ids = bucket_arrays(tbl, cols)
-    seed = spec["seed"]
-    ss = (np.random.SeedSequence(seed, spawn_key=(b,)) if seed is not None
-          else np.random.SeedSequence())
-    rng = np.random.default_rng(ss)
-    n_users = len(user_ids)
-    if n_users:
-        out = task.per_bucket(arrays, spec["params"], rng)
-        codes = np.asarray(out.pop("user"))
-        table = pa.table({"user": user_ids.take(pa.array(codes)),
-                          **{k: pa.array(v) for k, v in out.items()}})
-    else:
-        table = pa.table({"user": user_ids})
-    part, marker = _part_paths(output, b)
-    tmp = part.with_name(f".{part.name}.tmp-{os.getpid()}")
-    pq.write_table(table, tmp)
-    with open(tmp, "rb+") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, part)
-    info = {"bucket": b, "rows_in": int(tbl.num_rows), "rows_out": table.num_rows,
-            "users": n_users, "sha256": _sha256(part)}
-    mtmp = marker.with_name(f".{marker.name}.tmp-{os.getpid()}")
-    mtmp.write_text(json.dumps(info))
-    os.replace(mtmp, marker)
-    return info
+    work = Path(spec["work"])
+    with bucket_lock(work):
+        state = _read_json(work / STATE)
+        if not state or state.get("job_id") != spec["job_id"]:
+            raise StagingDamagedError(f"bucket {b} belongs to a run that no longer owns {work}")
+        if spec.get("task_module"):
+            importlib.import_module(spec["task_module"])  # registers the task in this process
+        task = get_task(spec["task"])
+        folder = work / STAGING / f"bucket={b}"
+        files = []
+        for name, digest in sorted(extra["files"].items()):
+            f = folder / name
+            try:
+                ok = sha256_file(f) == digest
+            except OSError:
+                ok = False
+            if not ok:
+                raise StagingDamagedError(f"staged bucket {b} is damaged or missing ({f})")
+            files.append(str(f))
+        cols = ["user", *task.columns]
+        if files:
+            rest = [c for c in cols if c not in ("user", *task.order_by)]
+            order = ", ".join(sql.ident(c) for c in ("user", *task.order_by, *rest))
+            sel = ", ".join(sql.ident(c) for c in cols)
+            tbl = _worker_connection().sql(
+                f"SELECT {sel} FROM read_parquet({sql.paths(files)}) ORDER BY {order}"
+            ).to_arrow_table()
+        else:
+            tbl = pa.table({c: pa.array([], pa.string()) for c in cols})
+        if tbl.num_rows != extra["rows"]:
+            raise StagingDamagedError(f"staged bucket {b} holds {tbl.num_rows} rows, "
+                                      f"{extra['rows']} were staged")
+        arrays, user_ids = bucket_arrays(tbl, cols)
+        rng = bucket_rng(extra["entropy"])
+        n_users = len(user_ids)
+        if n_users:
+            try:
+                out = task.per_bucket(arrays, spec["params"], rng)
+            except Exception as exc:
+                exc._veil_task_error = True  # type: ignore[attr-defined]
+                raise
+            codes = np.asarray(out.pop("user"))
+            table = pa.table({"user": user_ids.take(pa.array(codes)),
+                              **{k: pa.array(v) for k, v in out.items()}})
+        else:
+            table = pa.table({"user": user_ids})
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink)
+        data = sink.getvalue().to_pybytes()
+        import hashlib
+
+        digest = hashlib.sha256(data).hexdigest()
+        write_file(work / PARTS / _part_name(b), data, tmp_dir=work / TMP,
+                   fault_point="worker-part")
+        info = {"bucket": b, "job_id": spec["job_id"], "rows_in": int(tbl.num_rows),
+                "rows_out": table.num_rows, "users": n_users, "sha256": digest}
+        write_file(work / MARKERS / _marker_name(b), json.dumps(info).encode(), mode=0o600,
+                   tmp_dir=work / TMP, fault_point="worker-marker")
+        fault("bucket-done")
+        return info
 
 
-def _prepare_output(job: Job, fingerprint: str) -> dict[str, Any] | None:
-    out = Path(job.output)
-    if out.exists() and not out.is_dir():
-        raise DataError("output exists and is not a folder", path=str(out))
-    manifest = read_manifest(out) if out.exists() else None
-    if manifest is None:
-        if out.exists() and any(out.iterdir()):
-            raise DataError("output folder is not empty and holds no veil manifest; "
-                            "nothing was overwritten: choose another --output", path=str(out))
-        return None
-    if manifest.get("job_fingerprint") != fingerprint:
-        raise DataError("output folder belongs to a different job (other input, task, "
-                        "parameters or seed); nothing was overwritten: choose another --output",
-                        path=str(out))
-    if manifest.get("status") == "complete" and not job.resume:
-        raise ParameterError(
-            f"this job is already complete in {out}: a fresh release of the same users spends "
-            f"epsilon {manifest.get('epsilon_per_user')} per user again; use a new --output "
-            "together with --spend-again")
-    if manifest.get("status") == "running" and not job.resume:
-        raise ParameterError(f"an interrupted run of this job exists in {out}: pass --resume to "
-                             "finish it (each user is processed exactly once)")
-    return manifest
+# --------------------------------------------------------------------------- folders
+def work_dir_for(output: str | Path, work_dir: str | Path | None = None) -> Path:
+    """The private work folder of the job writing ``output`` (default: a hidden sibling)."""
+    out = Path(os.path.realpath(output))
+    if work_dir is not None:
+        return Path(os.path.realpath(work_dir))
+    return out.parent / f".{out.name}{WORK_SUFFIX}"
 
 
+def _resolve_output(job: Job) -> Path:
+    """The output folder, resolved once (links in the given path are followed here only)."""
+    given = Path(job.output)
+    out = Path(os.path.realpath(given))
+    if not out.parent.is_dir():
+        raise ParameterError(f"--output: folder {str(given.parent)!r} does not exist")
+    if os.path.lexists(out) and not out.is_dir():
+        raise DataError("output exists and is not a folder", path=str(given))
+    return out
+
+
+def _inside(child: str, parent: str) -> bool:
+    try:
+        return os.path.commonpath([child, parent]) == parent
+    except ValueError:
+        return False
+
+
+def _check_not_over_input(job: Job, out: Path, work: Path) -> None:
+    given = str(job.input)
+    roots = [os.path.realpath(given)] if os.path.exists(given) else []
+    files = [os.path.realpath(f) for f in job.input_files()]
+    for place, name in ((out, "output folder"), (work, "work folder")):
+        p = str(place)
+        for f in roots + files:
+            if _inside(f, p) or _inside(p, f) and os.path.isdir(f) or p == f:
+                raise ParameterError(f"the {name} {p} overlaps the input {f}; veil never writes "
+                                     "over or inside its input: choose another --output")
+
+
+def _empty_dir(path: Path) -> bool:
+    try:
+        return not any(os.scandir(path))
+    except FileNotFoundError:
+        return True
+
+
+def _write_state(work: Path, state: dict[str, Any], fault_point: str | None = None) -> None:
+    write_file(work / STATE, json.dumps(to_jsonable(state), sort_keys=True).encode(), mode=0o600,
+               fault_point=fault_point)
+
+
+def _clear_work(work: Path) -> None:
+    """Remove everything in a work folder but its lock files (a run that never got going)."""
+    for entry in os.scandir(work):
+        if entry.name in ("lock", "workers.lock"):
+            continue
+        remove_tree(Path(entry.path))
+
+
+def verify_output(out: Path, manifest: dict[str, Any]) -> list[str]:
+    """Problems of a completed output folder (empty when every part matches the manifest)."""
+    problems = []
+    parts = manifest.get("parts") or {}
+    for name, info in sorted(parts.items()):
+        p = out / name
+        if os.path.islink(p):
+            problems.append(f"{name} is a symbolic link")
+        elif not p.exists():
+            problems.append(f"{name} is missing")
+        elif sha256_file(p) != info.get("sha256"):
+            problems.append(f"{name} does not match its SHA-256")
+    for p in sorted(out.glob("part-*.parquet")):
+        if p.name not in parts:
+            problems.append(f"{p.name} is not part of this job")
+    return problems
+
+
+# --------------------------------------------------------------------------- engines
 class _Progress:
     def __init__(self, enabled: bool, total: int, done: int) -> None:
         self.enabled = enabled
@@ -284,130 +570,415 @@ class _Progress:
             self._p.stop()
 
 
-def _run_local(spec: dict[str, Any], pending: list[int], workers: int,
-               on_done: Callable[[dict[str, Any]], None]) -> None:
-    if workers == 1:
-        for b in pending:
-            on_done(run_bucket(spec, b))
+def _run_local(spec, items, workers, on_done) -> None:
+    if workers == 1 or len(items) <= 1:
+        for b, extra in items:
+            on_done(run_bucket(spec, b, extra))
         return
-    # forkserver: workers fork from a clean server process that preloaded veil, so they
-    # start fast and never inherit the parent's DuckDB threads.
-    ctx = get_context("forkserver")
-    ctx.set_forkserver_preload(["veil.engine.runner", "veil.engine.tasks"])
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as ex:
-        todo = iter(pending)
-        running = set()
-        try:
-            for _ in range(workers * 2):  # bounded queue: bounded memory
-                b = next(todo, None)
-                if b is None:
-                    break
-                running.add(ex.submit(run_bucket, spec, b))
-            while running:
-                done, running = wait(running, return_when=FIRST_COMPLETED)
-                for f in done:
-                    on_done(f.result())
-                    b = next(todo, None)
-                    if b is not None:
-                        running.add(ex.submit(run_bucket, spec, b))
-        except BaseException:
-            for f in running:
-                f.cancel()
-            raise
+    from .pool import run_pool
+
+    run_pool(spec, items, workers, on_done)
 
 
-def _run_dask(spec: dict[str, Any], pending: list[int], workers: int, scheduler: str | None,
-              on_done: Callable[[dict[str, Any]], None]) -> None:
+def _insecure(address: str) -> bool:
+    return "://" not in address or address.split("://", 1)[0] in ("tcp", "ws", "inproc")
+
+
+def _run_dask(spec, items, workers, scheduler, on_done) -> None:
     try:
         from distributed import Client, LocalCluster, as_completed
+        from distributed.scheduler import KilledWorker
     except ImportError:
         raise ParameterError("--engine dask needs the dask extra: pip install 'veil[dask]'") from None
     cluster = None
     if scheduler:
-        client = Client(scheduler)
+        client = Client(scheduler, timeout=30)  # TLS settings come from the Dask configuration
     else:
+        try:
+            from distributed.security import Security
+
+            security = Security.temporary()  # in-memory self-signed certificates, this job only
+        except ImportError:
+            raise ParameterError("--engine dask needs the 'cryptography' package for its TLS "
+                                 "certificates: pip install 'veil[dask]'") from None
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
-        client = Client(cluster)
+                               dashboard_address=None, security=security, protocol="tls://",
+                               host="127.0.0.1")
+        client = Client(cluster, security=security)
+    futures = []
     try:
-        futures = client.map(run_bucket, [spec] * len(pending), pending, pure=False, retries=3)
-        for fut in as_completed(futures):
-            on_done(fut.result())
+        futures = client.map(run_bucket, [spec] * len(items), [b for b, _ in items],
+                             [e for _, e in items], pure=False)
+        try:
+            for fut in as_completed(futures):
+                on_done(fut.result())
+        except KilledWorker as exc:
+            raise WorkerLostError(f"a bucket killed its Dask worker repeatedly ({exc}); rerun with "
+                             "--resume, or with more --buckets in a new job") from None
     finally:
+        if futures:
+            client.cancel(futures)
         client.close()
         if cluster is not None:
             cluster.close()
 
 
+# --------------------------------------------------------------------------- the job
+def _ledger_reserve(job: Job, epsilon: float, fingerprint: str) -> None:
+    """Privacy ledger: charge the release before any noise is drawn (see veil.engine.job)."""
+    check_and_record_ledger(job, epsilon, fingerprint)
+
+
+def _new_state(job: Job, fingerprint: str, epsilon: float, epsilon_unit: str,
+               staging: dict[str, Any]) -> dict[str, Any]:
+    return {"format": FORMAT, "job_id": secrets.token_hex(16), "fingerprint": fingerprint,
+            "task": job.task, "job": job.describe(), "epsilon": epsilon,
+            "epsilon_unit": epsilon_unit, "seeded": job.seed is not None,
+            "output": str(Path(os.path.realpath(job.output))),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": 1, "phase": "running",
+            "staging": staging}
+
+
+def _pending(work: Path, state: dict[str, Any]) -> tuple[list[int], dict[int, dict]]:
+    """Buckets whose part is missing or does not match its marker; the valid markers."""
+    per = state["staging"]["per_bucket"]
+    done: dict[int, dict] = {}
+    pending = []
+    for b in range(int(state["staging"]["buckets"])):
+        info = _read_json(work / MARKERS / _marker_name(b))
+        part = work / PARTS / _part_name(b)
+        ok = (isinstance(info, dict) and info.get("job_id") == state["job_id"]
+              and info.get("rows_in") == per[str(b)]["rows"] and not os.path.islink(part)
+              and part.is_file() and sha256_file(part) == info.get("sha256"))
+        if ok:
+            done[b] = info
+        else:
+            pending.append(b)
+            (work / MARKERS / _marker_name(b)).unlink(missing_ok=True)
+            part.unlink(missing_ok=True)
+    return pending, done
+
+
+def _staging_ok(work: Path, state: dict[str, Any], buckets: list[int]) -> bool:
+    per = state["staging"]["per_bucket"]
+    for b in buckets:
+        for name, digest in per[str(b)].get("files", {}).items():
+            f = work / STAGING / f"bucket={b}" / name
+            try:
+                if sha256_file(f) != digest:
+                    return False
+            except OSError:
+                return False
+    return True
+
+
+def _check_same_input(con, plan: Plan, state: dict[str, Any]) -> None:
+    """Identity by content: the input must still hold exactly what was staged."""
+    staging = state["staging"]
+    buckets = int(staging["buckets"])
+    now = _digests(con, plan.src, plan.exprs, buckets, "checking it against the staged copy",
+                   plan.files[0])
+    changed = [b for b in range(buckets)
+               if (now[b]["rows"], now[b]["digest"]) != (staging["per_bucket"][str(b)]["rows"],
+                                                         staging["per_bucket"][str(b)]["digest"])]
+    if changed:
+        raise InputChangedError(
+            f"the input's content changed since this job staged it ({len(changed)} of "
+            f"{buckets} buckets differ, e.g. bucket {changed[0]}); an interrupted run only "
+            "resumes on the same rows: restore the input, or discard the run (veil batch "
+            "discard) and start a new job", path=plan.files[0])
+
+
+def _commit(out: Path, work: Path, state: dict[str, Any], manifest: dict[str, Any]) -> None:
+    """Publish: ``WORK/parts`` (parts + manifest) becomes ``OUT`` in one rename."""
+    parts = work / PARTS
+    if parts.is_dir():
+        for entry in os.scandir(parts):  # only parts and the manifest are published
+            if entry.name != MANIFEST and not (entry.name.startswith("part-")
+                                               and entry.name.endswith(".parquet")):
+                remove_tree(Path(entry.path))
+        write_file(parts / MANIFEST, json.dumps(to_jsonable(manifest), indent=2,
+                                                sort_keys=True).encode(), fault_point="manifest")
+    state["phase"] = "committing"
+    _write_state(work, state)
+    fault("commit")
+    if parts.is_dir():
+        try:
+            if os.path.lexists(out) and not _empty_dir(out):
+                raise OSError(errno.ENOTEMPTY, "not empty")
+            os.rename(parts, out)
+            fsutil.fsync_dir(out.parent)
+        except OSError:
+            _copy_commit(parts, out)
+    fault("cleanup")
+
+
+def _copy_commit(parts: Path, out: Path) -> None:
+    """Fallback when the rename cannot be done (another file system, a mount point)."""
+    os.makedirs(out, exist_ok=True)
+    fsutil.reject_links(out)
+    for entry in os.scandir(out):
+        if fsutil.is_tmp_name(entry.name):
+            os.unlink(entry.path)
+    names = sorted(n for n in os.listdir(parts) if n != MANIFEST) + [MANIFEST]
+    for i, name in enumerate(names):
+        src, dst = parts / name, out / name
+        if dst.exists() and sha256_file(dst) == sha256_file(src):
+            continue
+        with open(src, "rb") as fh:
+            fsutil.write_with(dst, lambda o: shutil.copyfileobj(fh, o, 1 << 20))
+        if i == 0:
+            fault("commit-copy")
+
+
+def _result_from_manifest(out: Path, man: dict[str, Any], job: Job, t0: float) -> JobResult:
+    return JobResult(out, int(man["buckets"]), 0, None, int(man["rows_out"]), int(man["users"]),
+                     float(man["epsilon_per_user"]), time.perf_counter() - t0, job.engine,
+                     job.workers)
+
+
 def run_job(job: Job) -> JobResult:
     """Run (or resume) ``job``; returns a :class:`JobResult`.
 
+    Every bucket's noise is derived from the job's private key and the bucket id, so a
+    bucket computed twice is bit-identical; nothing appears in ``job.output`` until every part
+    is verified, and then all of it appears at once.
+
     Examples
     --------
-    >>> from veil.engine import Job, run_job   # doctest: +SKIP
-    >>> run_job(Job("checkins.parquet", "out/", "count-noise",
-    ...             params={"categories": ["a", "b"], "epsilon": 1.0}))  # doctest: +SKIP
+    >>> import tempfile, pathlib, numpy as np, pyarrow as pa, pyarrow.parquet as pq
+    >>> from veil.engine import Job, run_job
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> pq.write_table(pa.table({"user": np.arange(60) % 20, "category": ["a", "b", "c"] * 20}),
+    ...                d / "checkins.parquet")
+    >>> res = run_job(Job(d / "checkins.parquet", d / "out", "count-noise",
+    ...                   params={"categories": ["a", "b"], "epsilon": 1.0},
+    ...                   ledger=d / "ledger.json", progress=False))
+    >>> res.users, sorted(p.name for p in (d / "out").iterdir())[-1]
+    (20, 'part-00015.parquet')
     """
-    import duckdb
-
     t0 = time.perf_counter()
     task = get_task(job.task)
     params = task.validate(dict(job.params))
     job.params = params
     epsilon = float(task.epsilon(params))
+    if job.engine == "dask" and job.scheduler and epsilon > 0 and _insecure(job.scheduler) \
+            and not job.insecure_scheduler:
+        raise ParameterError(
+            f"--scheduler {job.scheduler} is plain TCP: anyone on the network can read the "
+            "per-bucket noise values (and so the true counts) and submit code; use a tls:// "
+            "scheduler with certificates in the Dask configuration, or pass "
+            "--insecure-scheduler if the network is trusted")
+    out = _resolve_output(job)
+    work = work_dir_for(out, job.work_dir)
     fingerprint = job.fingerprint()
-    manifest = _prepare_output(job, fingerprint)
-    out = Path(job.output)
-    if manifest is not None and manifest.get("status") == "complete":  # --resume of a done job
-        return JobResult(out, int(manifest["buckets"]), 0, int(manifest["rows_in"]),
-                         int(manifest["rows_out"]), int(manifest["users"]), epsilon,
-                         time.perf_counter() - t0, job.engine, job.workers)
-    con = duckdb.connect()
+    _check_not_over_input(job, out, work)
+    private_dir(work)
+    lock = JobLock(work, str(job.output))
     try:
-        if manifest is None:
-            _inspect(job, task, con)  # bad input fails before anything is written
-            check_and_record_ledger(job, epsilon, fingerprint)
-            out.mkdir(parents=True, exist_ok=True)
-            # the manifest comes first, so a run killed while staging is resumable
-            manifest = new_manifest(job, fingerprint, epsilon, None,
-                                    task.extra.get("epsilon_unit", "per user"))
-            write_manifest(out, manifest)
+        lock.acquire()
+    except BaseException:
+        if _empty_dir(work):
+            os.rmdir(work)
+        raise
+    try:
+        return _run_locked(job, task, params, epsilon, fingerprint, out, work, t0)
+    finally:
+        lock.release()
+        if os.path.isdir(work) and {e.name for e in os.scandir(work)} <= {"lock",
+                                                                          "workers.lock"}:
+            remove_tree(work)
+
+
+def _run_locked(job: Job, task, params, epsilon: float, fingerprint: str, out: Path,
+                work: Path, t0: float) -> JobResult:
+    import duckdb
+
+    wait_for_orphans(work)
+    state = _read_json(work / STATE)
+    man = read_manifest(out) if out.is_dir() else None
+    if man is not None:
+        if man.get("job_fingerprint") != fingerprint:
+            raise DataError("output folder belongs to a different job (other input, task, "
+                            "parameters or seed); nothing was overwritten: choose another "
+                            "--output", path=str(job.output))
+        if man.get("status") != "complete" or man.get("format") != FORMAT:
+            raise DataError("output folder holds a run made by an older veil; finish it with "
+                            "that version or remove the folder", path=str(job.output))
+        if not job.resume:
+            raise ParameterError(
+                f"this job is already complete in {job.output}: a fresh release of the same "
+                f"users spends epsilon {man.get('epsilon_per_user')} per user again; use a new "
+                "--output together with --spend-again")
+        problems = verify_output(out, man)
+        if problems:
+            raise DataError(f"this completed output is damaged: {'; '.join(problems[:5])}"
+                            f"{' ...' if len(problems) > 5 else ''}; the noise key was destroyed "
+                            "when the job completed, so the parts cannot be recomputed without a "
+                            "second noise draw: restore the folder from a copy",
+                            path=str(job.output))
+        _clear_work(work)  # raw staging of a run killed after its commit
+        return _result_from_manifest(out, man, job, t0)
+    committing = isinstance(state, dict) and state.get("phase") == "committing" \
+        and state.get("fingerprint") == fingerprint
+    if out.is_dir() and not _empty_dir(out) and not committing:
+        raise DataError("output folder is not empty and holds no veil manifest; nothing was "
+                        "overwritten: choose another --output", path=str(job.output))
+    if out.is_dir():
+        fsutil.reject_links(out)
+    con = duckdb.connect()
+    fresh = not isinstance(state, dict) or "staging" not in state
+    try:
+        if fresh:
+            _clear_work(work)  # leftovers of a run killed before its state was written
+            try:
+                plan = inspect_input(job, task, params, con)
+                buckets = job.buckets or default_buckets(plan.users_estimate)
+                staging = _stage(con, plan, buckets, work)
+                _ledger_reserve(job, epsilon, fingerprint)
+                key = seed_key(job.seed) if job.seed is not None else create_key(work)
+                state = _new_state(job, fingerprint, epsilon,
+                                   task.extra.get("epsilon_unit", "per user"), staging)
+                _write_state(work, state, fault_point="job-json")
+            except BaseException:
+                _clear_work(work)  # nothing is left that looks like a job
+                raise
         else:
-            manifest["runs"] = int(manifest.get("runs", 1)) + 1
-        rows, buckets = _stage(job, task, out / STAGING, con)
+            if state.get("fingerprint") != fingerprint:
+                raise DataError(f"the work folder {work} holds an interrupted run of a different "
+                                "job (other input, task, parameters or seed); resume it with its "
+                                "own command, or discard it (veil batch discard) first",
+                                path=str(job.output))
+            if not job.resume:
+                raise ParameterError(f"an interrupted run of this job exists for {job.output}: "
+                                     "pass --resume to finish it (each user is processed "
+                                     "exactly once, with the same noise)")
+            state["runs"] = int(state.get("runs", 1)) + 1
+            key = seed_key(job.seed) if job.seed is not None else load_key(work)
+            if not committing:
+                plan = inspect_input(job, task, params, con)
+                _check_same_input(con, plan, state)
+        buckets = int(state["staging"]["buckets"])
+        for sub in (PARTS, MARKERS, TMP):
+            (work / sub).mkdir(exist_ok=True, mode=0o777 if sub == PARTS else 0o700)
+        for entry in os.scandir(work / TMP):
+            remove_tree(Path(entry.path))
+        if committing:
+            pending, done = [], {}
+        else:
+            pending, done = _pending(work, state)
+            if pending and not _staging_ok(work, state, pending):
+                restaged = _stage(con, plan, buckets, work)
+                for b in range(buckets):
+                    old, new = state["staging"]["per_bucket"][str(b)], restaged["per_bucket"][str(b)]
+                    if (old["rows"], old["digest"]) != (new["rows"], new["digest"]):
+                        raise InputChangedError("the input no longer matches what was staged",
+                                                path=plan.files[0])
+                state["staging"] = restaged
+            _write_state(work, state)
+    except duckdb.InterruptException:
+        raise KeyboardInterrupt from None
     finally:
         con.close()
-    manifest["buckets"] = buckets
-    write_manifest(out, manifest)
-    for leftover in out.glob(".part-*.tmp-*"):
-        leftover.unlink(missing_ok=True)
-    pending = [b for b in range(buckets) if not part_is_valid(out, b)]
-    for b in pending:  # damaged or partial parts are redone from scratch
-        for p in _part_paths(out, b):
-            p.unlink(missing_ok=True)
-    spec = {"output": str(out), "task": job.task, "params": params, "seed": job.seed,
+    rows_in = int(state["staging"]["rows"])
+    if not committing:
+        infos = _execute(job, task, params, work, state, key, pending, done)
+        manifest = _manifest(work, state, infos, epsilon)
+    else:
+        manifest = _read_json(work / PARTS / MANIFEST) or {}
+    _commit(out, work, state, manifest)
+    # ledger: the release is complete and verified here
+    remove_tree(work / STAGING)
+    _clear_work(work)
+    return JobResult(out, buckets, len(pending), rows_in, int(manifest.get("rows_out", 0)),
+                     int(manifest.get("users", 0)), epsilon, time.perf_counter() - t0,
+                     job.engine, job.workers)
+
+
+def _execute(job: Job, task, params, work: Path, state: dict[str, Any], key: bytes,
+             pending: list[int], done: dict[int, dict]) -> dict[int, dict]:
+    """Run the pending buckets, then verify every part against the staging record."""
+    per = state["staging"]["per_bucket"]
+    buckets = int(state["staging"]["buckets"])
+    spec = {"work": str(work), "job_id": state["job_id"], "task": job.task, "params": params,
             "task_module": getattr(task.per_bucket, "__module__", None)}
+    items = [(b, {"files": per[str(b)].get("files", {}), "rows": per[str(b)]["rows"],
+                  "entropy": bucket_entropy(key, b)}) for b in pending]
     prog = _Progress(job.progress, buckets, buckets - len(pending))
+    infos = dict(done)
+
+    def on_done(info: dict[str, Any]) -> None:
+        infos[int(info["bucket"])] = info
+        prog.advance(info)
+
     try:
         if job.engine == "local":
-            _run_local(spec, pending, job.workers, prog.advance)
+            _run_local(spec, items, job.workers, on_done)
         else:
-            _run_dask(spec, pending, job.workers, job.scheduler, prog.advance)
+            _run_dask(spec, items, job.workers, job.scheduler, on_done)
+    except BaseException as exc:
+        if getattr(exc, "_veil_task_error", False):
+            # bad data met by the task itself: nothing was published, so nothing is kept
+            remove_tree(work / STAGING)
+            _clear_work(work)
+        raise
     finally:
         prog.close()
-    infos = [json.loads(_part_paths(out, b)[1].read_text()) for b in range(buckets)]
-    bad = [b for b in range(buckets) if not part_is_valid(out, b)]
-    if bad:
-        raise DataError(f"buckets {bad[:10]} failed validation after the run; rerun with --resume",
-                        path=str(out))
-    rows_out = sum(i["rows_out"] for i in infos)
-    users = sum(i["users"] for i in infos)
-    manifest.update({"status": "complete", "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                     "rows_in": rows, "rows_out": rows_out, "users": users,
-                     "parts": {f"part-{i['bucket']:05d}.parquet": {"rows": i["rows_out"],
-                                                                   "sha256": i["sha256"]}
-                               for i in infos}})
-    write_manifest(out, manifest)
-    shutil.rmtree(out / STAGING, ignore_errors=True)
-    return JobResult(out, buckets, len(pending), rows, rows_out, users, epsilon,
-                     time.perf_counter() - t0, job.engine, job.workers)
+    fault("verify")
+    still, good = _pending(work, state)
+    if still:
+        raise StagingDamagedError(f"buckets {still[:10]} have no valid part after the run; "
+                                  "rerun the same command with --resume")
+    return good
+
+
+def _manifest(work: Path, state: dict[str, Any], infos: dict[int, dict],
+              epsilon: float) -> dict[str, Any]:
+    """The published description of the job: what ran, its budget, every part and its hash.
+
+    Nothing in it depends on the private rows beyond what the parts themselves show (no input
+    row count, no content digest).
+    """
+    import pyarrow.parquet as pq
+
+    parts = {}
+    for b in sorted(infos):
+        i = infos[b]
+        rows = pq.read_metadata(work / PARTS / _part_name(b)).num_rows
+        if rows != i["rows_out"]:
+            raise StagingDamagedError(f"part {b} holds {rows} rows, its marker says "
+                                      f"{i['rows_out']}")
+        parts[_part_name(b)] = {"rows": i["rows_out"], "sha256": i["sha256"]}
+    return {"format": FORMAT, "veil_version": __version__, "job_fingerprint": state["fingerprint"],
+            "job": state["job"], "epsilon_per_user": epsilon,
+            "epsilon_unit": state["epsilon_unit"], "seeded": state["seeded"],
+            "buckets": int(state["staging"]["buckets"]), "status": "complete",
+            "started": state["created"], "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "users": sum(i["users"] for i in infos.values()),
+            "rows_out": sum(i["rows_out"] for i in infos.values()), "parts": parts}
+
+
+
+def discard_job(output: str | Path, work_dir: str | Path | None = None) -> dict[str, Any]:
+    """Remove the private work folder of an interrupted run of the job writing ``output``.
+
+    Nothing of it was published; its staging (raw rows), unpublished parts and noise key are
+    deleted, so the next run is a new job (a new key, a new release). The output folder
+    itself is never touched. Refused while a live process holds the job.
+
+    Returns what was removed (the work folder, its task and the number of finished buckets).
+    """
+    out = Path(os.path.realpath(output))
+    work = work_dir_for(out, work_dir)
+    if not work.is_dir():
+        raise ParameterError(f"no interrupted run to discard for {output} (no work folder "
+                             f"{work})")
+    private_dir(work)
+    with JobLock(work, str(output)):
+        wait_for_orphans(work)
+        state = _read_json(work / STATE) or {}
+        finished = len(list((work / MARKERS).glob("part-*.json"))) if (work / MARKERS).is_dir() \
+            else 0
+        _clear_work(work)
+    remove_tree(work)
+    return {"work": str(work), "task": state.get("task"), "finished_buckets": finished}

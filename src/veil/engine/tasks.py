@@ -49,6 +49,7 @@ def _count_noise_bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
 register_task(Task(
     name="count-noise", columns=("category",), per_bucket=_count_noise_bucket,
     epsilon=lambda p: float(p["epsilon"]), validate=_validate_count_noise,
+    column_kinds={"category": "category"},
     description="per-user category counts with exact discrete Laplace noise"))
 
 
@@ -175,12 +176,16 @@ def _visits_hide_report_bucket(arrays: dict[str, np.ndarray], params: dict[str, 
 register_task(Task(
     name="visits-hide", columns=("category",), per_bucket=_visits_hide_bucket,
     epsilon=lambda p: 0.0, validate=_validate_visits_hide,
+    column_kinds={"category": "category"},
+    input_domain=lambda p: {"category": p["categories"]},
     description="sensitive location hiding (SLH) of every user's visit histogram (published "
                 "columns only)"))
 
 register_task(Task(
     name="visits-hide-report", columns=("category",), per_bucket=_visits_hide_report_bucket,
     epsilon=lambda p: 0.0, validate=_validate_visits_hide,
+    column_kinds={"category": "category"},
+    input_domain=lambda p: {"category": p["categories"]},
     description="PRIVATE per-user report of visits-hide (sizes, sensitive visits, status)"))
 
 
@@ -192,6 +197,7 @@ def _register_trajectories() -> None:
         name="trajectories", columns=("t", "lat", "lon"), order_by=("t",),
         per_bucket=release_bucket, validate=validate_job_params,
         epsilon=lambda p: float(p["epsilon"]),
+        column_kinds={"t": "time", "lat": "number", "lon": "number"},
         description="PIM/LM release of every user's trajectory (epsilon per timestamp)",
         extra={"epsilon_unit": "per timestamp"}))
 
