@@ -21,10 +21,18 @@ def _boom(arrays, params, rng):
 BOOM = register_task(Task(name="test-boom", columns=("category",), per_bucket=_boom))
 
 
+def _sleep_seconds(params, default):
+    """VEIL_TEST_SLEEP (a test process's environment) wins over params: it slows a run down
+    without changing the job's parameters, so a resume may run at full speed."""
+    import os
+
+    return float(os.environ.get("VEIL_TEST_SLEEP", params.get("sleep", default)))
+
+
 def _slow_count(arrays, params, rng):
     import time
 
-    time.sleep(params.get("sleep", 0.3))
+    time.sleep(_sleep_seconds(params, 0.3))
     users = arrays["user"]
     n = int(users[-1]) + 1
     return {"user": np.arange(n), "rows": np.bincount(users, minlength=n)}
@@ -39,7 +47,7 @@ def _slow_noise(arrays, params, rng):
 
     from veil.samplers import discrete_laplace
 
-    time.sleep(params.get("sleep", 0.05))
+    time.sleep(_sleep_seconds(params, 0.05))
     users = arrays["user"]
     n = int(users[-1]) + 1
     counts = np.bincount(users, minlength=n)
@@ -140,3 +148,81 @@ def published_problems(out: Path, part_columns: list[str]) -> list[str]:
         else:
             bad.append(f"{p.name}: not a published file")
     return bad
+
+
+JOBRUN = str(Path(__file__).resolve().parent / "jobrun.py")
+
+
+def launch(spec: dict, env_extra=None, **kw):
+    """Start ``jobrun.py SPEC`` in a new session (its own process group)."""
+    env = dict(os.environ, PYTHONPATH=SRC, **(env_extra or {}))
+    return subprocess.Popen([sys.executable, JOBRUN, json.dumps(spec, default=str)], env=env,
+                            start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kw)
+
+
+def jobrun(spec: dict, env_extra=None, timeout=300):
+    """Run ``jobrun.py SPEC`` to the end; returns the CompletedProcess."""
+    env = dict(os.environ, PYTHONPATH=SRC, **(env_extra or {}))
+    return subprocess.run([sys.executable, JOBRUN, json.dumps(spec, default=str)], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def wait_until(pred, timeout=60.0, step=0.02):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return False
+
+
+def markers_under(*folders) -> list[Path]:
+    """Finished-bucket markers wherever the engine keeps them."""
+    found = []
+    for f in folders:
+        found += [p for p in Path(f).rglob("part-*.json") if p.is_file()]
+    return found
+
+
+def kill_group(proc, sig=None):
+    import signal as _signal
+
+    try:
+        os.killpg(proc.pid, sig or _signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def children(pid: int) -> list[int]:
+    """Direct children of ``pid`` (from /proc)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as fh:
+                    if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
+def worker_pids(parent: int) -> list[int]:
+    """The local engine's worker processes of job process ``parent`` (forked by its
+    forkserver, or its direct children)."""
+    found = []
+    for c in children(parent):
+        try:
+            with open(f"/proc/{c}/cmdline", "rb") as fh:
+                cmd = fh.read()
+        except OSError:
+            continue
+        if b"forkserver" in cmd:
+            found += children(c)
+        elif b"resource_tracker" not in cmd:
+            found.append(c)
+    return found

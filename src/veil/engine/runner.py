@@ -21,6 +21,7 @@ job; a run killed anywhere resumes from ``WORK``.
 from __future__ import annotations
 
 import errno
+import hashlib
 import importlib
 import json
 import math
@@ -114,8 +115,10 @@ def _raw_names(files: list[str], con) -> list[str] | None:
 
             delim, quote = con.execute(
                 f"SELECT Delimiter, Quote FROM sniff_csv({sql.path(f)})").fetchall()[0]
+            delim = delim if delim and len(delim) == 1 else ","
+            quote = quote if quote and len(quote) == 1 else '"'
             with open(f, newline="", encoding="utf-8", errors="replace") as fh:
-                return next(csv.reader(fh, delimiter=delim or ",", quotechar=quote or '"'), [])
+                return next(csv.reader(fh, delimiter=delim, quotechar=quote), [])
     except Exception:  # noqa: BLE001 - only a better message is lost; DuckDB reports the rest
         return None
     return None
@@ -180,11 +183,18 @@ class Plan:
         return ", ".join(f"{e} AS {sql.ident(a)}" for e, a in zip(self.exprs, self.aliases))
 
 
-def _duckdb_error(exc: BaseException, what: str, path: str) -> BaseException:
-    """Turn a DuckDB exception into what veil promises (interrupt, disk full, one-line error)."""
+def _interrupted(exc: BaseException) -> bool:
+    """DuckDB reports Ctrl-C during a query as ``InterruptException`` or, in its 2.0 Python
+    client, as a plain ``RuntimeError('Query interrupted')``."""
     import duckdb
 
-    if isinstance(exc, duckdb.InterruptException):
+    return isinstance(exc, (KeyboardInterrupt, duckdb.InterruptException)) or \
+        (isinstance(exc, RuntimeError) and str(exc).strip() == "Query interrupted")
+
+
+def _duckdb_error(exc: BaseException, what: str, path: str) -> BaseException:
+    """Turn a DuckDB exception into what veil promises (interrupt, disk full, one-line error)."""
+    if _interrupted(exc):
         return KeyboardInterrupt()
     if fsutil.no_space(exc):
         return OSError(errno.ENOSPC, f"no space left on device while {what}; free space and "
@@ -437,7 +447,9 @@ def run_bucket(spec: dict[str, Any], b: int, extra: dict[str, Any]) -> dict[str,
         arrays, user_ids = bucket_arrays(tbl, cols)
         rng = bucket_rng(extra["entropy"])
         n_users = len(user_ids)
-        if n_users:
+        info = {"bucket": b, "job_id": spec["job_id"], "rows_in": int(tbl.num_rows),
+                "rows_out": 0, "users": n_users, "sha256": None}
+        if n_users:  # an empty bucket has no part (every part has the task's full schema)
             try:
                 out = task.per_bucket(arrays, spec["params"], rng)
             except Exception as exc:
@@ -446,18 +458,12 @@ def run_bucket(spec: dict[str, Any], b: int, extra: dict[str, Any]) -> dict[str,
             codes = np.asarray(out.pop("user"))
             table = pa.table({"user": user_ids.take(pa.array(codes)),
                               **{k: pa.array(v) for k, v in out.items()}})
-        else:
-            table = pa.table({"user": user_ids})
-        sink = pa.BufferOutputStream()
-        pq.write_table(table, sink)
-        data = sink.getvalue().to_pybytes()
-        import hashlib
-
-        digest = hashlib.sha256(data).hexdigest()
-        write_file(work / PARTS / _part_name(b), data, tmp_dir=work / TMP,
-                   fault_point="worker-part")
-        info = {"bucket": b, "job_id": spec["job_id"], "rows_in": int(tbl.num_rows),
-                "rows_out": table.num_rows, "users": n_users, "sha256": digest}
+            sink = pa.BufferOutputStream()
+            pq.write_table(table, sink)
+            data = sink.getvalue().to_pybytes()
+            write_file(work / PARTS / _part_name(b), data, tmp_dir=work / TMP,
+                       fault_point="worker-part")
+            info.update(rows_out=table.num_rows, sha256=hashlib.sha256(data).hexdigest())
         write_file(work / MARKERS / _marker_name(b), json.dumps(info).encode(), mode=0o600,
                    tmp_dir=work / TMP, fault_point="worker-marker")
         fault("bucket-done")
@@ -649,7 +655,9 @@ def _pending(work: Path, state: dict[str, Any]) -> tuple[list[int], dict[int, di
         part = work / PARTS / _part_name(b)
         ok = (isinstance(info, dict) and info.get("job_id") == state["job_id"]
               and info.get("rows_in") == per[str(b)]["rows"] and not os.path.islink(part)
-              and part.is_file() and sha256_file(part) == info.get("sha256"))
+              and (part.is_file() and sha256_file(part) == info.get("sha256")
+                   if info.get("sha256") else not os.path.lexists(part)
+                   and info.get("rows_in") == 0))
         if ok:
             done[b] = info
         else:
@@ -876,8 +884,10 @@ def _run_locked(job: Job, task, params, epsilon: float, fingerprint: str, out: P
                                                 path=plan.files[0])
                 state["staging"] = restaged
             _write_state(work, state)
-    except duckdb.InterruptException:
-        raise KeyboardInterrupt from None
+    except Exception as exc:
+        if _interrupted(exc):
+            raise KeyboardInterrupt from None
+        raise
     finally:
         con.close()
     rows_in = int(state["staging"]["rows"])
@@ -944,6 +954,8 @@ def _manifest(work: Path, state: dict[str, Any], infos: dict[int, dict],
     parts = {}
     for b in sorted(infos):
         i = infos[b]
+        if not i["sha256"]:
+            continue  # an empty bucket: no part
         rows = pq.read_metadata(work / PARTS / _part_name(b)).num_rows
         if rows != i["rows_out"]:
             raise StagingDamagedError(f"part {b} holds {rows} rows, its marker says "

@@ -1,0 +1,38 @@
+"""Run one batch job in its own process, for the tests that kill, interrupt or race jobs.
+
+    python jobrun.py '{"input": ..., "output": ..., "task": ..., ...}'
+
+The JSON object holds :class:`veil.engine.Job` keyword arguments. Exit status 0 and the
+result as JSON on stdout; a veil error prints one line on stderr and exits 2; Ctrl-C exits 130.
+"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import helpers  # noqa: E402,F401  (registers the test tasks)
+
+
+def main() -> int:
+    from veil.engine import Job, run_job
+    from veil.errors import VeilError
+
+    spec = json.loads(sys.argv[1])
+    spec.setdefault("progress", False)
+    try:
+        res = run_job(Job(**spec))
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except VeilError as exc:
+        print(f"{type(exc).__name__}: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    print(json.dumps({"users": res.users, "buckets": res.buckets,
+                      "buckets_run": res.buckets_run, "rows_out": res.rows_out}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
