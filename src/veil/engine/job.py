@@ -100,16 +100,23 @@ class Job:
             raise ParameterError("--scheduler only applies to --engine dask")
 
     def input_files(self) -> list[str]:
-        """The concrete input files, in a stable order (clear error when there are none)."""
+        """The concrete input files, in a stable order (clear error when there are none).
+
+        A path that exists is taken literally (its name may hold ``*``, ``?`` or ``[``); only
+        a path that does not exist is expanded as a glob.
+        """
         p = str(self.input)
         if os.path.isdir(p):
-            files = sorted(glob.glob(os.path.join(p, "**", "*.parquet"), recursive=True))
+            base = glob.escape(p)
+            files = sorted(glob.glob(os.path.join(base, "**", "*.parquet"), recursive=True))
             if not files:
-                files = sorted(glob.glob(os.path.join(p, "**", "*.csv"), recursive=True))
+                files = sorted(glob.glob(os.path.join(base, "**", "*.csv"), recursive=True))
+        elif os.path.exists(p):
+            files = [p]
         elif any(ch in p for ch in "*?["):
-            files = sorted(glob.glob(p, recursive=True))
+            files = sorted(f for f in glob.glob(p, recursive=True) if os.path.isfile(f))
         else:
-            files = [p] if os.path.exists(p) else []
+            files = []
         if not files:
             raise DataError("input not found or holds no .parquet/.csv files", path=p)
         return files

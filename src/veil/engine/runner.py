@@ -309,7 +309,8 @@ def _stage(con, plan: Plan, buckets: int, work: Path) -> dict[str, Any]:
     fault("staging")
     try:
         con.execute(f"COPY (SELECT {plan.select}, hash({user}) % {int(buckets)} AS bucket "
-                    f"FROM {plan.src}) TO {sql.path(tmp)} (FORMAT parquet, PARTITION_BY (bucket))")
+                    f"FROM {plan.src}) TO {sql.literal(os.path.abspath(tmp))} "
+                    "(FORMAT parquet, PARTITION_BY (bucket))")  # COPY TO never globs: literal
     except Exception as exc:  # noqa: BLE001
         remove_tree(tmp)
         raise _duckdb_error(exc, f"staging it into {work}", plan.files[0]) from None

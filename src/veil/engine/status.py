@@ -125,8 +125,10 @@ def format_status(st: dict[str, Any]) -> list[str]:
     if state in ("complete", "damaged"):
         n = st.get("buckets") or 0
         if state == "complete":
-            lines.append(f"state    complete: {st['done']}/{n} parts verified against their "
-                         f"SHA-256 in the manifest; {st.get('users')} users")
+            empty = n - st["done"]
+            lines.append(f"state    complete: {st['done']} part(s) verified against their "
+                         f"SHA-256 in the manifest ({n} buckets"
+                         f"{f', {empty} of them empty' if empty else ''}); {st.get('users')} users")
         else:
             lines.append(f"state    DAMAGED: {len(st['problems'])} problem(s) in a completed "
                          "output")
