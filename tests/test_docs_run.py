@@ -41,7 +41,7 @@ SHARED = Path(_ENV_SHARED) if _ENV_SHARED else ROOT.parent / "shared"
 
 # Documented lines that are not runnable here: {substring of the line: why}.
 NOT_RUN = {
-    "--scheduler tcp://scheduler:8786": "needs a running Dask cluster at tcp://scheduler:8786, and "
+    "--scheduler tls://scheduler:8786": "needs a running Dask cluster at tls://scheduler:8786, and "
                                         "the line is a placeholder (literal `...` for the options)",
     "veil --debug COMMAND ...": "a placeholder (COMMAND ...), not a runnable command",
 }

@@ -226,3 +226,35 @@ def worker_pids(parent: int) -> list[int]:
         elif b"resource_tracker" not in cmd:
             found.append(c)
     return found
+
+
+def _noise_truth(arrays, params, rng):
+    """Per-user row counts and the same counts with exact discrete Laplace noise (the true
+    column lets fault tests check users and counts of unseeded runs; the noisy one is what a
+    release would publish)."""
+    import time
+
+    from veil.samplers import discrete_laplace
+
+    time.sleep(_sleep_seconds(params, 0.0))
+    users = arrays["user"]
+    n = int(users[-1]) + 1
+    counts = np.bincount(users, minlength=n)
+    return {"user": np.arange(n), "rows": counts,
+            "noisy": counts + discrete_laplace(1.0, n, rng)}
+
+
+NOISE_TRUTH = register_task(Task(name="test-noise-truth", columns=("category",),
+                                 per_bucket=_noise_truth, epsilon=lambda p: 1.0))
+
+
+def _count_noise_half(arrays, params, rng):
+    """BROKEN on purpose (a canary): count-noise with half the noise scale it claims."""
+    from veil.engine.tasks import _count_noise_bucket
+
+    return _count_noise_bucket(arrays, {**params, "epsilon": 2 * params["epsilon"]}, rng)
+
+
+HALF_NOISE = register_task(Task(name="test-count-noise-half", columns=("category",),
+                                per_bucket=_count_noise_half, epsilon=lambda p: p["epsilon"],
+                                column_kinds={"category": "category"}))

@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest  # noqa: F401
 import pyarrow as pa
 import pyarrow.parquet as pq
 

@@ -184,7 +184,9 @@ def fault(point: str) -> None:
 
     ``VEIL_TEST_FAULT`` holds comma-separated items ``point[@n][:group]``: the ``n``-th time
     (default the first) this process reaches ``point`` it sends itself SIGKILL, or its whole
-    process group with ``:group``. Used only by the fault-injection tests.
+    process group with ``:group``; with ``VEIL_TEST_FAULT_LOG`` set it first appends the point
+    and its pid to that file (so a test counts the faults that really happened). Used only by
+    the fault-injection tests.
     """
     spec = os.environ.get("VEIL_TEST_FAULT")
     if not spec:
@@ -196,6 +198,10 @@ def fault(point: str) -> None:
             continue
         _COUNTS[point] = _COUNTS.get(point, 0) + 1
         if _COUNTS[point] == int(nth or 1):
+            log = os.environ.get("VEIL_TEST_FAULT_LOG")
+            if log:
+                with open(log, "a") as fh:
+                    fh.write(f"{point} {os.getpid()}\n")
             if kind == "group":
                 os.killpg(os.getpgrp(), signal.SIGKILL)
             os.kill(os.getpid(), signal.SIGKILL)

@@ -839,6 +839,13 @@ def _run_locked(job: Job, task, params, epsilon: float, fingerprint: str, out: P
     fresh = not isinstance(state, dict) or "staging" not in state
     try:
         if fresh:
+            finished = list((work / MARKERS).glob("part-*.json")) if (work / MARKERS).is_dir() \
+                else []
+            if finished:
+                raise DataError(f"the work folder {work} holds {len(finished)} finished "
+                                "bucket(s) but no job state (job.json was removed?): it cannot "
+                                "be resumed safely; discard it (veil batch discard) and start "
+                                "a new job", path=str(job.output))
             _clear_work(work)  # leftovers of a run killed before its state was written
             try:
                 plan = inspect_input(job, task, params, con)
