@@ -2,6 +2,9 @@
 
     python benchmarks/scale.py --users 1000000          # SLH for 10^6 users (~20 categories each)
     python benchmarks/scale.py --users 100000 --quick   # smaller
+    python benchmarks/scale.py --users 1000000 --skip-trajectories --baseline-src /path/src
+        # also runs every SLH configuration with another veil source tree (e.g. an older
+        # engine) in a subprocess, alternating with this one, and prints the time ratios
 
 Targets (issue 8): 10^6 users' SLH in under 10 minutes with peak memory under 4 GB;
 throughput near-linear from 1 to 2 workers; Dask within 1.5x of the local engine's time.
@@ -66,10 +69,47 @@ class PeakRSS:
         self._t.join()
 
 
+def _clean(out: Path) -> None:
+    """Remove an output folder and the private work folder beside it (an earlier run)."""
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(out.parent / f".{out.name}.veil-work", ignore_errors=True)
+
+
+_EXTERNAL = """
+import sys, time, json
+sys.path.insert(0, {src!r})
+from veil.engine import Job, run_job
+t = time.perf_counter()
+res = run_job(Job({inp!r}, {out!r}, {task!r}, params={params!r}, engine={engine!r},
+                  workers={workers}, user_column={user!r}, progress=False, spend_again=True))
+print(json.dumps({{"wall": time.perf_counter() - t, "users": res.users}}))
+"""
+
+
+def run_external(src, task, inp, out, params, engine, workers, user_column="user"):
+    """The same job with another veil source tree, in a subprocess (peak RSS included)."""
+    import json
+    import subprocess
+
+    _clean(out)
+    code = _EXTERNAL.format(src=str(src), inp=str(inp), out=str(out), task=task, params=params,
+                            engine=engine, workers=workers, user=user_column)
+    with PeakRSS() as mem:
+        # PYTHONPATH (not only sys.path): the forkserver preloads veil before it applies the
+        # parent's sys.path, and must import the baseline's veil too
+        env = dict(os.environ, PYTHONPATH=str(src))
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=env)
+    if r.returncode != 0:
+        raise SystemExit(f"baseline run failed: {r.stderr.strip()[-2000:]}")
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    return res["wall"], res["users"], mem.peak / 2**20
+
+
 def run_config(task, inp, out, params, engine, workers, user_column="user"):
     from veil.engine import Job, run_job
 
-    shutil.rmtree(out, ignore_errors=True)
+    _clean(out)
     with PeakRSS() as mem:
         t = time.perf_counter()
         res = run_job(Job(inp, out, task, params=params, engine=engine, workers=workers,
@@ -90,6 +130,8 @@ def main() -> None:
     ap.add_argument("--configs", default="local:1,local:2,dask:2",
                     help="engine:workers list, e.g. local:2")
     ap.add_argument("--mechanisms", default="pim,lm")
+    ap.add_argument("--baseline-src", default=None,
+                    help="another veil src folder (e.g. of the main branch) run side by side")
     args = ap.parse_args()
     os.environ.setdefault("VEIL_LEDGER", os.path.join(args.workdir, "ledger.json"))
     from veil.datasets.large import (LARGE_CATEGORIES, write_large_checkins,
@@ -111,12 +153,22 @@ def main() -> None:
         configs = [c for c in configs if c[0] != "dask"]
     rows_out = []
     base = {}
+    baseline = {}
     for engine, workers in ([] if args.skip_slh else configs):
+        if args.baseline_src:  # alternate: baseline then this tree, same configuration
+            bwall, busers, bpeak = run_external(args.baseline_src, "visits-hide", inp,
+                                                work / f"base-{engine}-{workers}", params,
+                                                engine, workers)
+            baseline[(engine, workers)] = (bwall, busers, bpeak)
         res, wall, peak = run_config("visits-hide", inp, work / f"out-{engine}-{workers}",
                                      params, engine, workers)
         base[(engine, workers)] = wall
         rows_out.append([f"SLH {args.users:,} users", engine, workers, wall,
                          res.users / wall, peak, base[configs[0]] / wall])
+        if args.baseline_src:
+            bwall, busers, bpeak = baseline[(engine, workers)]
+            rows_out.append([f"SLH {args.users:,} users (baseline)", engine, workers, bwall,
+                             busers / bwall, bpeak, baseline[configs[0]][0] / bwall])
     traj_rows = []
     if not args.skip_trajectories:
         try:
@@ -163,6 +215,11 @@ def main() -> None:
     if ("local", 2) in base and ("dask", 2) in base:
         print(f"\nDask/local time ratio at 2 workers (SLH): "
               f"{base[('dask', 2)] / base[('local', 2)]:.2f} (target <= 1.5)")
+    if ("local", 1) in base and ("local", 2) in base:
+        print(f"local 1 -> 2 workers (SLH): {base[('local', 1)] / base[('local', 2)]:.2f}x "
+              "(target >= 1.6)")
+    for cfg, (bwall, _, _) in baseline.items():
+        print(f"this tree / baseline time at {cfg[0]} x{cfg[1]} (SLH): {base[cfg] / bwall:.2f}")
 
 
 if __name__ == "__main__":

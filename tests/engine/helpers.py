@@ -164,8 +164,10 @@ def launch(spec: dict, env_extra=None, **kw):
 def jobrun(spec: dict, env_extra=None, timeout=300):
     """Run ``jobrun.py SPEC`` to the end; returns the CompletedProcess."""
     env = dict(os.environ, PYTHONPATH=SRC, **(env_extra or {}))
+    # its own session: a fault that kills "the whole process group" must not kill the test
     return subprocess.run([sys.executable, JOBRUN, json.dumps(spec, default=str)], env=env,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout,
+                          start_new_session=True)
 
 
 def wait_until(pred, timeout=60.0, step=0.02):
