@@ -223,7 +223,10 @@ def with_tmpfs(mnt: Path, size: str) -> bool:
 
 
 def remount(mnt: Path, opts: str) -> None:
-    subprocess.run(["mount", "-o", f"remount,{opts}", str(mnt)], check=True, capture_output=True)
+    r = subprocess.run(["mount", "-o", f"remount,{opts}", str(mnt)], capture_output=True, text=True)
+    if r.returncode != 0:
+        lsof = subprocess.run(["sh", "-c", f"ls -l /proc/*/fd 2>/dev/null | grep {mnt}"], capture_output=True, text=True).stdout
+        raise AssertionError(f"remount {opts} failed: {r.stderr.strip()}; open: {lsof[:2000]}")
 
 
 def umount(mnt: Path) -> None:

@@ -3,7 +3,8 @@
     python jobrun.py '{"input": ..., "output": ..., "task": ..., ...}'
 
 The JSON object holds :class:`veil.engine.Job` keyword arguments. Exit status 0 and the
-result as JSON on stdout; a veil error prints one line on stderr and exits 2; Ctrl-C exits 130.
+result as JSON on stdout; like the ``veil`` command, a veil error or an OSError (no space left,
+a read-only folder) prints one line on stderr and exits 2; Ctrl-C exits 130.
 """
 
 import json
@@ -26,7 +27,7 @@ def main() -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except VeilError as exc:
+    except (VeilError, OSError) as exc:
         print(f"{type(exc).__name__}: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     print(json.dumps({"users": res.users, "buckets": res.buckets,
