@@ -223,10 +223,19 @@ def with_tmpfs(mnt: Path, size: str) -> bool:
 
 
 def remount(mnt: Path, opts: str) -> None:
-    r = subprocess.run(["mount", "-o", f"remount,{opts}", str(mnt)], capture_output=True, text=True)
-    if r.returncode != 0:
-        lsof = subprocess.run(["sh", "-c", f"ls -l /proc/*/fd 2>/dev/null | grep {mnt}"], capture_output=True, text=True).stdout
-        raise AssertionError(f"remount {opts} failed: {r.stderr.strip()}; open: {lsof[:2000]}")
+    """Remount (retried for a few seconds: the files of processes that were just killed are
+    released by the kernel a moment after they exit)."""
+    for _ in range(50):
+        r = subprocess.run(["mount", "-o", f"remount,{opts}", str(mnt)], capture_output=True,
+                           text=True)
+        if r.returncode == 0:
+            return
+        time.sleep(0.2)
+    users = subprocess.run(["sh", "-c", f"grep -l {mnt} /proc/*/maps /proc/*/mountinfo "
+                                        "2>/dev/null | head; ls -l /proc/*/fd /proc/*/cwd "
+                                        f"2>/dev/null | grep {mnt} | head"],
+                           capture_output=True, text=True).stdout
+    raise AssertionError(f"remount {opts} failed: {r.stderr.strip()}; users: {users[:2000]}")
 
 
 def umount(mnt: Path) -> None:

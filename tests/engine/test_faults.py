@@ -388,7 +388,11 @@ def _run_all(tmp_path, chosen):
         h, root = _make(tmp_path, name, harness)
         try:
             outcomes.append(fn(h))
+        except Exception as exc:  # noqa: BLE001 - one broken scenario must not hide the rest
+            h.outcome.final, h.outcome.message = "CRASHED", f"{type(exc).__name__}: {exc}"[:500]
+            outcomes.append(h.outcome)
         finally:
+            h.check_orphans()
             if root is not None:
                 F.umount(root)
     print("\n" + F.table(outcomes))
