@@ -73,16 +73,18 @@ def test_1_a_second_writer_is_refused_while_the_first_runs(tmp_path):
     inp = checkins(tmp_path / "in.parquet", n=20_000, users=3_000)
     ref = _reference(inp, tmp_path)
     out = tmp_path / "out"
-    first = launch(_spec(inp, out), _slow(0.15))
+    first = launch(_spec(inp, out), _slow(0.4))
     try:
         assert wait_until(lambda: markers_under(tmp_path / ".out.veil-work", out)
                           or first.poll() is not None, 120)
         second = jobrun(_spec(inp, out), _slow(0.15))
+        status = veil_cli("batch", "status", str(out))  # read-only: runs beside the job
         assert first.wait(180) == 0, first.stderr.read()
     finally:
         kill_group(first)
     assert second.returncode == 2, second.stderr
     assert "in use by another veil job" in second.stderr and f"pid {first.pid}" in second.stderr
+    assert status.returncode == 3 and f"running (pid {first.pid}" in status.stdout
     assert rows(out) == rows(ref)
 
 
