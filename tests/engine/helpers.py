@@ -260,3 +260,14 @@ def _count_noise_half(arrays, params, rng):
 HALF_NOISE = register_task(Task(name="test-count-noise-half", columns=("category",),
                                 per_bucket=_count_noise_half, epsilon=lambda p: p["epsilon"],
                                 column_kinds={"category": "category"}))
+
+
+def _stream_probe(arrays, params, rng):
+    """One uniform draw per user, in user order: the bucket's random stream made visible."""
+    users = arrays["user"]
+    n = int(users[-1]) + 1
+    return {"user": np.arange(n), "draw": rng.random(n)}
+
+
+STREAM_PROBE = register_task(Task(name="test-stream-probe", columns=("category",),
+                                  per_bucket=_stream_probe, epsilon=lambda p: 1.0))

@@ -90,38 +90,37 @@ def test_b_ratio_audit_of_the_published_counts_and_its_canary(tmp_path):
     assert not canary.passed, canary.summary()
 
 
-def _equal_fraction(noise_by_bucket):
-    """Share of equal values at equal positions across bucket pairs (and the pair count)."""
-    m = min(len(v) for v in noise_by_bucket)
-    eq = n = 0
-    for i in range(len(noise_by_bucket)):
-        for j in range(i + 1, len(noise_by_bucket)):
-            eq += int(np.count_nonzero(noise_by_bucket[i][:m] == noise_by_bucket[j][:m]))
-            n += m
-    return eq, n
-
-
-def _by_bucket(out, a_count):
-    res = []
-    for p in sorted(out.glob("part-*.parquet")):
-        t = pq.read_table(p).to_pandas()
-        res.append(t.loc[t["category"] == "a", "noisy_count"].to_numpy() - a_count)
-    return res
+def _streams(tmp_path, name):
+    """The first draws of every bucket's stream (test-stream-probe: one uniform per user)."""
+    out = tmp_path / f"probe-{name}"
+    run_job(Job(_input(tmp_path, name, 0), out, "test-stream-probe", buckets=16,
+                progress=False, spend_again=True))
+    draws = [pq.read_table(p).column("draw").to_numpy() for p in sorted(out.glob("part-*"))]
+    m = min(len(d) for d in draws)
+    return np.stack([d[:m] for d in draws])
 
 
 def test_d_bucket_streams_are_independent_and_a_collapsed_key_derivation_is_caught(
         tmp_path, monkeypatch):
-    """Two buckets drawing the same stream would publish the same noise at the same
-    positions. Equal values occur with probability sum_k p(k)^2 for independent draws;
-    a binomial test at alpha 1e-6 accepts the engine and rejects the broken derivation."""
-    p_equal = float(np.sum(_pmf(1 / EPS)(np.arange(-60, 61)) ** 2))
-    _, out = _noisy_a(tmp_path, "ind", 0)
-    eq, n = _equal_fraction(_by_bucket(out, 0))
-    assert stats.binomtest(eq, n, p_equal, alternative="greater").pvalue >= 1e-6
+    """Every bucket draws from HMAC(key, bucket): two buckets never share a stream (equal
+    float64 uniforms at equal positions have probability 2**-53 each), the columns of draws
+    across buckets are uncorrelated (|r| below the alpha 1e-6 bound), and a broken derivation
+    that ignores the bucket id (every bucket drawing the same stream) fails both checks."""
+    def checks(draws):
+        k, m = draws.shape
+        equal = sum(int(np.count_nonzero(draws[i] == draws[j]))
+                    for i in range(k) for j in range(i + 1, k))
+        r = np.corrcoef(draws)[np.triu_indices(k, 1)]
+        # Fisher z of each pair, Bonferroni over the pairs, two-sided alpha 1e-6
+        z = np.abs(np.arctanh(np.clip(r, -0.999999, 0.999999))) * np.sqrt(m - 3)
+        bound = stats.norm.isf(1e-6 / (2 * r.size))
+        return equal, bool((z < bound).all())
+
+    equal, uncorrelated = checks(_streams(tmp_path, "ind"))
+    assert equal == 0 and uncorrelated
     from veil.engine import runner
 
     real = runner.bucket_entropy
     monkeypatch.setattr(runner, "bucket_entropy", lambda key, b: real(key, 0))
-    _, broken = _noisy_a(tmp_path, "collapsed", 0)
-    eq, n = _equal_fraction(_by_bucket(broken, 0))
-    assert stats.binomtest(eq, n, p_equal, alternative="greater").pvalue < 1e-6
+    equal, uncorrelated = checks(_streams(tmp_path, "collapsed"))
+    assert equal > 0 and not uncorrelated
