@@ -38,7 +38,7 @@ from typing import Callable, BinaryIO
 from ..errors import DataError
 
 __all__ = ["write_file", "write_with", "temp_name", "fsync_dir", "private_dir",
-           "reject_links", "remove_tree", "is_tmp_name", "fault", "sha256_file"]
+           "reject_links", "remove_tree", "is_tmp_name", "fault", "sha256_file", "fsync_file"]
 
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 TMP_MARK = ".tmp-"
@@ -64,7 +64,8 @@ def fsync_dir(folder: Path) -> None:
 
 
 def write_with(path: Path, writer: Callable[[BinaryIO], None], *, mode: int = 0o666,
-               tmp_dir: Path | None = None, fault_point: str | None = None) -> None:
+               tmp_dir: Path | None = None, fault_point: str | None = None,
+               durable: bool = True) -> None:
     """Write ``path`` atomically through ``writer(fileobj)``.
 
     Parameters
@@ -79,6 +80,10 @@ def write_with(path: Path, writer: Callable[[BinaryIO], None], *, mode: int = 0o
         Folder for the temporary file (same file system as ``path``); default ``path``'s own.
     fault_point : str, optional
         Name of the point between the write and the rename, for :func:`fault`.
+    durable : bool
+        fsync the file and its folder (survives a power cut). Files that can be recomputed
+        and are verified by checksum before use (the work folder's parts and markers) skip it:
+        the rename alone makes them atomic against a killed process.
     """
     tmp = temp_name(path if tmp_dir is None else Path(tmp_dir) / path.name)
     fd = os.open(tmp, _FLAGS, mode)
@@ -86,7 +91,8 @@ def write_with(path: Path, writer: Callable[[BinaryIO], None], *, mode: int = 0o
         with os.fdopen(fd, "wb") as fh:
             writer(fh)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         if fault_point:
             fault(fault_point)
         os.replace(tmp, path)
@@ -96,14 +102,24 @@ def write_with(path: Path, writer: Callable[[BinaryIO], None], *, mode: int = 0o
         except OSError:
             pass
         raise
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
 def write_file(path: Path, data: bytes, *, mode: int = 0o666, tmp_dir: Path | None = None,
-               fault_point: str | None = None) -> None:
+               fault_point: str | None = None, durable: bool = True) -> None:
     """Write ``data`` to ``path`` atomically (see :func:`write_with`)."""
     write_with(path, lambda fh: fh.write(data), mode=mode, tmp_dir=tmp_dir,
-               fault_point=fault_point)
+               fault_point=fault_point, durable=durable)
+
+
+def fsync_file(path: Path) -> None:
+    """Flush a finished file to disk (before it is published)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def private_dir(path: Path, what: str = "work folder") -> Path:
