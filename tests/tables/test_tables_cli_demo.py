@@ -139,3 +139,23 @@ def test_experiment_generator_and_quick_format():
     text = format_results({"quick": True, "repeats": 1, "note": "x", "adult": [],
                            "ordering": [], "scaling": []})
     assert "Adult" in text
+
+
+def test_constraint_commands_exact_by_default_defect6(tmp_path, capsys):
+    f = tmp_path / "s.txt"
+    f.write_text("A=a: 0..3\nA=a, B=b1: 2..\nA=a, B=b2: 2..\n")
+    assert run(["table", "constraints", "satisfiable", str(f)]) == 1
+    assert "cannot hold together" in capsys.readouterr().out
+    assert run(["table", "constraints", "satisfiable", str(f), "--axioms"]) == 0
+    assert run(["table", "constraints", "satisfiable", str(f), "--exact"]) == 1
+    # unsatisfiable Sigma implies anything (exactly), not by the axioms
+    assert run(["table", "constraints", "implies", str(f), "A=a2: 5..5"]) == 0
+    assert run(["table", "constraints", "implies", str(f), "A=a2: 5..5", "--axioms"]) == 1
+    f.write_text("A=a: 0..5\nA=a, B=b1: 2..\nA=a, B=b2: 2..\nA=a: 4..\n")
+    out = tmp_path / "m.txt"
+    assert run(["table", "constraints", "minimize", str(f), "-o", str(out)]) == 0
+    assert "A=a: 4..inf" not in out.read_text() and out.read_text().count("\n") == 3
+    assert run(["table", "constraints", "minimize", str(f), "-o", str(out), "--axioms"]) == 0
+    assert out.read_text().count("\n") == 4
+    f.write_text("A=a: 0..3000000\n")
+    assert run(["table", "constraints", "implies", str(f), "A=a: 0..2000000", "--exact"]) == 1

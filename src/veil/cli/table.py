@@ -143,41 +143,55 @@ def check_cmd(
         raise SystemExit(1)  # typer.Exit is swallowed by main() in standalone_mode=False
 
 
+EXACT = typer.Option(
+    None, "--exact/--axioms",
+    help="--exact: decide by integer programming (HiGHS) over the compressed cells of the "
+         "targets, exact for any bounds up to 2**40; --axioms: the four axioms (linear time, "
+         "sound, complete only for single-attribute targets). Default: exact when a target "
+         "has several attributes, else the axioms.")
+
+
+def _method(exact: Optional[bool]) -> str:
+    return "auto" if exact is None else ("exact" if exact else "axioms")
+
+
 @constraints_app.command("implies")
 def implies_cmd(
     constraints: Path = typer.Argument(..., help="Constraint file (Sigma)."),
     sigma: str = typer.Argument(..., help="One constraint, e.g. 'sex=Female: 0..100'."),
-    exact: bool = typer.Option(False, "--exact",
-                               help="Exact test by integer programming (small sets) instead "
-                                    "of the axioms."),
+    exact: Optional[bool] = EXACT,
 ) -> None:
     """Does Sigma imply sigma? Prints the implied range; exit 0 if implied, 1 if not."""
-    from ..tables import implied_range, implies, implies_exact, parse_constraints
+    from ..tables import implied_range, implies, parse_constraints
+    from ..tables.reasoning import _method as resolve
 
     cs, _ = _load(constraints, None, None, None)
     parsed = parse_constraints(sigma, source="argument")
     if len(parsed) != 1:
         raise ParameterError(f"expected exactly one constraint, got {len(parsed)}")
     s = parsed[0]
+    how = resolve(_method(exact), cs + [s])
     lo, hi = implied_range(cs, s)
-    ok = implies_exact(cs, s) if exact else implies(cs, s)
+    ok = implies(cs, s, method=how)
     tgt = s.to_text().rsplit(":", 1)[0]
     typer.echo(f"axioms give {tgt} in [{lo}, {'inf' if hi == float('inf') else int(hi)}]")
-    typer.echo(f"{'implied' if ok else 'not implied'}: {s.to_text()}"
-               + (" (exact)" if exact else ""))
+    typer.echo(f"{'implied' if ok else 'not implied'}: {s.to_text()} ({how})")
     if not ok:
         raise SystemExit(1)  # typer.Exit is swallowed by main() in standalone_mode=False
 
 
 @constraints_app.command("satisfiable")
-def satisfiable_cmd(constraints: Path = typer.Argument(..., help="Constraint file.")) -> None:
+def satisfiable_cmd(constraints: Path = typer.Argument(..., help="Constraint file."),
+                    exact: Optional[bool] = EXACT) -> None:
     """Is there a relation satisfying every constraint? Exit 0 if yes, 1 if not."""
     from ..tables import satisfiability
+    from ..tables.reasoning import _method as resolve
 
     cs, _ = _load(constraints, None, None, None)
-    sat = satisfiability(cs)
+    how = resolve(_method(exact), cs)
+    sat = satisfiability(cs, method=how)
     if sat:
-        typer.echo(f"satisfiable ({len(cs)} constraints)")
+        typer.echo(f"satisfiable ({len(cs)} constraints; {how})")
         return
     typer.echo(f"unsatisfiable: {sat.reason}")
     raise SystemExit(1)  # typer.Exit is swallowed by main() in standalone_mode=False
@@ -188,12 +202,13 @@ def minimize_cmd(
     constraints: Path = typer.Argument(..., help="Constraint file."),
     output: Optional[Path] = typer.Option(None, "--output", "-o",
                                           help="Write the minimal cover here (atomically)."),
+    exact: Optional[bool] = EXACT,
 ) -> None:
     """Remove constraints implied by the others (minimal cover)."""
     from ..tables import format_constraints, redundant_constraints
 
     cs, _ = _load(constraints, None, None, None)
-    red = redundant_constraints(cs)
+    red = redundant_constraints(cs, method=_method(exact))
     keep = list(cs)
     for c, used in red:
         keep.remove(c)
