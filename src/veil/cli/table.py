@@ -20,6 +20,12 @@ BENCH_NAME = "tables"
 
 NAMES = typer.Option(None, "--names",
                      help="Column names for a CSV without a header row (comma-separated).")
+DELIMITER = typer.Option(None, "--delimiter",
+                         help="CSV field delimiter (one character; default ',', tab for .tsv).")
+SKIP_SPACE = typer.Option(
+    False, "--skip-initial-space",
+    help="Spaces right after a delimiter separate fields and are not part of the values "
+         "(UCI Adult writes '39, State-gov'); they are still copied to the output.")
 
 
 def _split(s: str | None) -> list[str] | None:
@@ -28,22 +34,63 @@ def _split(s: str | None) -> list[str] | None:
     return [p.strip() for p in s.split(",") if p.strip()]
 
 
-def _read(path: Path, names: str | None):
+def _read(path: Path, names: str | None, delimiter: str | None = None,
+          skip_initial_space: bool = False):
+    """The input as text (every output cell not changed is byte-for-byte the input's)."""
     from ..tables.data import read_table
 
     cols = _split(names)
-    return read_table(path, header=False if cols else None, names=cols)
+    return read_table(path, names=cols, delimiter=delimiter,
+                      skip_initial_space=skip_initial_space)
 
 
-def _write_both(table, out: Path, doc: dict, rep: Path) -> None:
-    """Write the table and its report atomically: both files or neither."""
-    from ..io import atomic_paths, write_json, write_table
-    from ..io.read import detect_format
+def _not_over_inputs(outputs: dict[str, Path], inputs: dict[str, Path]) -> None:
+    """No output may be one of the inputs (nor the same file under another name)."""
+    import os
 
-    fmt = detect_format(out)
-    with atomic_paths(out, rep) as (t_out, t_rep):
-        write_table(table, t_out, format=fmt)
-        write_json(doc, t_rep)
+    def same(a: Path, b: Path) -> bool:
+        try:
+            return a.exists() and b.exists() and os.path.samefile(a, b)
+        except OSError:
+            return False
+
+    for oname, o in outputs.items():
+        for iname, i in inputs.items():
+            if os.path.realpath(o) == os.path.realpath(i) or same(o, i):
+                raise ParameterError(f"{oname} {str(o)!r} is the {iname}; write the output to "
+                                     "another file")
+    seen: dict[str, str] = {}
+    for oname, o in outputs.items():
+        r = os.path.realpath(o)
+        if r in seen:
+            raise ParameterError(f"{oname} and {seen[r]} are the same file {str(o)!r}")
+        seen[r] = oname
+
+
+def _write_outputs(table, out: Path, public: dict, side: Path, private: dict | None = None,
+                   rep: Path | None = None) -> None:
+    """Write the table, its sidecar (and the private report): all of them or none."""
+    import json
+
+    from ..io import atomic_paths
+    from ..tables.data import TextTable, table_kind
+    from ..tables.textio import table_format
+
+    targets = [out, side] + ([rep] if rep is not None else [])
+    fmt = table_format(out)
+    with atomic_paths(*targets) as tmps:
+        if isinstance(table, TextTable):
+            table.dump(tmps[0], format=fmt)
+        else:  # pragma: no cover - the CLI always reads a TextTable
+            from ..io import write_table
+
+            write_table(table if table_kind(table) != "mapping" else dict(table), tmps[0],
+                        format=fmt)
+        tmps[1].write_text(json.dumps(public, indent=2, sort_keys=True) + "\n",
+                           encoding="utf-8")
+        if rep is not None:
+            tmps[2].write_text(json.dumps(private, indent=2, sort_keys=True) + "\n",
+                               encoding="utf-8")
 
 
 def _write_json_atomic(obj, path: Path) -> None:
@@ -54,7 +101,7 @@ def _write_json_atomic(obj, path: Path) -> None:
 
 @app.command("anonymize")
 def anonymize_cmd(
-    input: Path = typer.Argument(..., help="Input table (CSV or Parquet)."),
+    input: Path = typer.Argument(..., help="Input table (CSV or Parquet), read as text."),
     k: int = typer.Option(..., "--k", "-k", help="Minimum class size on the QI tuple (>= 2)."),
     qi: str = typer.Option(..., "--qi", help="Quasi-identifier columns, comma-separated."),
     constraints: Optional[Path] = typer.Option(
@@ -64,19 +111,27 @@ def anonymize_cmd(
                                help="diva (honours constraints) or baseline (optimal cut, "
                                     "ignores them); also sort-cut, mondrian."),
     output: Path = typer.Option(..., "--output", "-o",
-                                help="Anonymized table (.csv or .parquet), written atomically."),
-    report: Optional[Path] = typer.Option(None, "--report",
-                                          help="JSON report (default: OUTPUT.meta.json)."),
+                                help="Anonymized table (.csv or .parquet), written atomically "
+                                     "with its sidecar OUTPUT.meta.json (publishable)."),
+    report: Optional[Path] = typer.Option(
+        None, "--report", help="Also write the custodian's report here (JSON, NOT for "
+                               "publication: search statistics and runtimes depend on the "
+                               "input)."),
     strategy: str = typer.Option("min-choice", "--strategy",
                                  help="DIVA search order: min-choice, max-fanout, random."),
     marker: str = typer.Option("*", "--marker", help="Text written in suppressed cells."),
     names: Optional[str] = NAMES,
+    delimiter: Optional[str] = DELIMITER,
+    skip_initial_space: bool = SKIP_SPACE,
     seed: Optional[int] = SEED,
 ) -> None:
     """k-anonymize a table by suppression, satisfying diversity constraints (DIVA).
 
-    k-anonymity is not differential privacy: see docs/tables.md.
+    Cells are text: every published cell that is not suppressed is byte-for-byte the input
+    cell (quoting and line ends kept). k-anonymity is not differential privacy: see
+    docs/tables.md.
     """
+    from ..io import sidecar_path
     from ..tables import anonymize, load_constraints
     from ..validation import check_choice, check_int
     from .common import output_path
@@ -84,12 +139,18 @@ def anonymize_cmd(
     check_int(k, "--k", minimum=2)
     check_choice(method, "--method", ("diva", "baseline", "optimal-cut", "sort-cut", "mondrian"))
     out = output_path(output)
-    from ..io import sidecar_path
-
-    rep = Path(report) if report is not None else sidecar_path(out)
-    if not rep.parent.exists():
+    side = sidecar_path(out)
+    rep = Path(report) if report is not None else None
+    if rep is not None and not rep.parent.exists():
         raise ParameterError(f"--report: folder {str(rep.parent)!r} does not exist")
-    table = _read(input, names)
+    outputs = {"--output": out, "the sidecar": side}
+    if rep is not None:
+        outputs["--report"] = rep
+    inputs = {"input table": Path(input)}
+    if constraints is not None:
+        inputs["constraint file"] = Path(constraints)
+    _not_over_inputs(outputs, inputs)
+    table = _read(input, names, delimiter, skip_initial_space)
     qi_cols = _split(qi) or []
     cs = []
     if constraints is not None:
@@ -98,16 +159,19 @@ def anonymize_cmd(
     if method == "diva":
         kwargs.update(strategy=strategy, seed=seed)
     res = anonymize(table, k=k, qi=qi_cols, constraints=cs, method=method, **kwargs)
-    doc = res.report()
-    doc["input"] = str(input)
-    doc["output"] = str(out)
-    _write_both(res.table, out, doc, rep)
+    public = res.published()
+    private = None
+    if rep is not None:
+        private = res.report()
+        private["input"] = str(input)
+        private["output"] = str(out)
+    _write_outputs(res.table, out, public, side, private, rep)
     m = res.metrics
     typer.echo(f"{res.method}: {m['rows']} rows, {m['classes']} classes (min size "
                f"{m['min_class_size']}), suppressed {m['suppressed_cells']} QI cells "
                f"({100 * m['suppressed_share']:.2f}%), constraints satisfied "
                f"{res.constraints_satisfied}/{len(res.constraints)}")
-    typer.echo(f"wrote {out} and {rep}")
+    typer.echo(f"wrote {out} and {side.name}" + (f" (report: {rep})" if rep else ""))
 
 
 def _load(path: Path, table_path: Optional[Path], names: Optional[str], k: Optional[int]):
@@ -122,17 +186,34 @@ def check_cmd(
     constraints: Path = typer.Argument(..., help="Constraint file."),
     table: Path = typer.Option(..., "--table", "-t", help="Table to validate (CSV or Parquet)."),
     names: Optional[str] = NAMES,
+    delimiter: Optional[str] = DELIMITER,
+    skip_initial_space: bool = SKIP_SPACE,
     show_sql: bool = typer.Option(False, "--show-sql", help="Print the generated SQL query."),
 ) -> None:
     """Validate a table against the constraints (one generated DuckDB query).
 
     Exit status 0 when every constraint holds, 1 otherwise.
     """
-    from ..tables import check_constraints, validation_sql
+    from ..tables import check_constraints, load_constraints, validation_sql
+    from ..tables.data import as_columns, cell_text
 
-    cs, tbl = _load(constraints, table, names, None)
+    tbl = _read(table, names, delimiter, skip_initial_space)
+    cols = as_columns(tbl)
+    # attributes must be columns; a value that does not occur simply has count 0 (after
+    # suppression removed every 'X', 'sex=X: 0..0' holds and 'sex=X: 5..' fails, exit 1)
+    cs = load_constraints(constraints, columns=list(cols))
+    present: dict[str, set] = {}
+    for c in cs:
+        for a, v in c.target:
+            if a not in present:
+                present[a] = set(cell_text(cols[a], name=a, missing="skip").tolist())
+            if v not in present[a]:
+                typer.echo(f"note: {c.to_text()!r}: value {v!r} does not occur in column "
+                           f"{a!r} (count 0)", err=True)
     if show_sql:
-        typer.echo(validation_sql(cs) + ";")
+        from ..tables.validate import sql_columns
+
+        typer.echo(validation_sql(cs, columns=sql_columns(cs)) + ";")
     status = check_constraints(tbl, cs)
     for s in status:
         typer.echo(f"{'ok  ' if s.satisfied else 'FAIL'}  {s.constraint.to_text():<50} "

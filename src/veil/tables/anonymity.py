@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import DataError, ParameterError
 from ..validation import check_k
 from .constraints import DiversityConstraint
-from .data import EncodedQI, as_columns, column_strings, encode_qi, num_rows, replace_columns
+from .data import EncodedQI, as_columns, cell_text, encode_qi, num_rows, replace_columns
 from .validate import SUPPRESSED, ConstraintStatus
 
 __all__ = [
@@ -200,8 +200,15 @@ class Anonymization:
     def all_constraints_hold(self) -> bool:
         return all(s.satisfied for s in self.constraints)
 
-    def report(self) -> dict[str, Any]:
-        """A JSON-friendly report (what ``veil table anonymize`` writes)."""
+    def published(self) -> dict[str, Any]:
+        """What may be published next to the table: parameters and figures of the output only.
+
+        Every value here is a public parameter or can be recomputed from the
+        published table itself (class sizes, suppressed cells, constraint counts
+        on the output), so publishing it reveals nothing the table does not.
+        Input-dependent figures (search statistics, runtimes, anything measured
+        on the input) are only in :meth:`report`.
+        """
         from ..release import to_jsonable
 
         return to_jsonable({
@@ -213,8 +220,20 @@ class Anonymization:
             "constraints": [s.to_dict() for s in self.constraints],
             "constraints_satisfied": self.constraints_satisfied,
             "constraints_total": len(self.constraints),
-            "stats": self.stats,
         })
+
+    def report(self) -> dict[str, Any]:
+        """The custodian's report: :meth:`published` plus input-dependent statistics.
+
+        Not for publication: the search counters and runtimes depend on the
+        input, including on the values that were suppressed.
+        """
+        from ..release import to_jsonable
+
+        doc = self.published()
+        doc["stats"] = to_jsonable(self.stats)
+        doc["publishable"] = False
+        return doc
 
 
 def build_result(table: Any, cols: dict, enc: EncodedQI, k: int, groups: np.ndarray,
@@ -230,7 +249,7 @@ def build_result(table: Any, cols: dict, enc: EncodedQI, k: int, groups: np.ndar
         raise AssertionError(f"internal error: a cluster has {sizes.min()} < k = {k} rows")
     new = {}
     for j, name in enumerate(enc.names):
-        s = column_strings(cols[name], name=name).astype(object)
+        s = cell_text(cols[name], name=name).copy()
         s[mask[:, j]] = marker
         new[name] = s
     out_table = replace_columns(table, new)

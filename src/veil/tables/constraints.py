@@ -415,12 +415,17 @@ def parse_constraints(text: str, *, table: Any = None, columns: Sequence[str] | 
                     line=lineno, source=source)
             if domains is not None:
                 if attr not in value_cache:
-                    from .data import column_strings
+                    from .data import cell_text
 
-                    value_cache[attr] = set(column_strings(domains[attr]).tolist())
+                    value_cache[attr] = set(cell_text(domains[attr], name=attr,
+                                                      missing="skip").tolist())
                 if value not in value_cache[attr]:
                     hint = difflib.get_close_matches(value, sorted(value_cache[attr]), n=1)
                     extra = f"; did you mean {hint[0]!r}?" if hint else ""
+                    if " " + value in value_cache[attr]:
+                        extra = (f"; the column has {' ' + value!r}: if the file writes a space "
+                                 "after each delimiter, read it with --skip-initial-space "
+                                 "(skip_initial_space=True)")
                     raise ConstraintSyntaxError(
                         f"value {value!r} does not occur in column {attr!r}{extra}",
                         line=lineno, source=source)
