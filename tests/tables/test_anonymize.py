@@ -267,3 +267,23 @@ def test_diva_finds_solutions_on_feasible_random_instances():
         except DivaInfeasibleError:
             pass
     assert tried >= 10 and solved >= 0.8 * tried
+
+
+def test_optimal_cut_memory_is_bounded_defect9():
+    """The DP held (k, k, q) arrays (1.39 GB at k = 5000); now O(n q + 2**20) entries."""
+    import tracemalloc
+
+    rng = np.random.default_rng(4)
+    k, n, q = 2500, 5100, 7  # 245 MB before
+    S = np.sort(rng.integers(0, 3, (n, q)), axis=0)
+    tracemalloc.start()
+    labels, cost = optimal_cut_sorted(S, k)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 64 * 2**20, f"peak {peak / 2**20:.0f} MB"
+    assert np.bincount(labels).min() >= k
+    # the same optimum as a brute force over the (few) cut positions
+    best = min(sum((e - s) * int((S[s:e] != S[s]).any(axis=0).sum())
+                   for s, e in zip([0] + cuts, cuts + [n]))
+               for m in (0, 1) for cuts in ([[c] for c in range(k, n - k + 1)] if m else [[]]))
+    assert cost == best
