@@ -200,8 +200,8 @@ BASELINES = {
 
 
 def k_anonymize(table: Any, *, k: int, qi: Sequence[str] | str, method: str = "optimal-cut",
-                constraints: Sequence[DiversityConstraint] = (), marker: str = "*"
-                ) -> Anonymization:
+                constraints: Sequence[DiversityConstraint] = (), marker: str = "*",
+                models: Sequence[Any] = ()) -> Anonymization:
     """k-anonymize by suppression, ignoring diversity constraints (a baseline).
 
     Parameters
@@ -217,6 +217,9 @@ def k_anonymize(table: Any, *, k: int, qi: Sequence[str] | str, method: str = "o
         Only evaluated on the output (reported in ``result.constraints``).
     marker : str
         Written in suppressed cells (must not occur in the QI columns).
+    models : sequence of PrivacyModel
+        l-diversity / t-closeness: failing classes are merged with their
+        cheapest neighbours (:func:`veil.tables.anonymity.merge_failing_classes`).
 
     Examples
     --------
@@ -233,6 +236,9 @@ def k_anonymize(table: Any, *, k: int, qi: Sequence[str] | str, method: str = "o
     from .constraints import check_constraints_against
 
     check_constraints_against(list(constraints), attributes=enc.names, what="quasi-identifiers")
+    from .models import check_models
+
+    models = check_models(models, enc.names)
     groups = BASELINES[method](enc.codes, k)
-    return build_result(table, cols, enc, k, groups, method, constraints, t0=t0,
-                        marker=marker)
+    return build_result(table, cols, enc, k, groups, method, list(constraints), t0=t0,
+                        marker=marker, models=models, enforce_constraints=False)

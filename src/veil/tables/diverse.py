@@ -622,7 +622,8 @@ class _Search:
 def diva(table: Any, *, k: int, qi: Sequence[str] | str,
          constraints: Sequence[DiversityConstraint] | str, strategy: str = "min-choice",
          max_candidates: int = 6, max_steps: int = 2000, rng: Any = None,
-         seed: int | None = None, marker: str = "*", dynamic: bool = True) -> Anonymization:
+         seed: int | None = None, marker: str = "*", dynamic: bool = True,
+         models: Sequence[Any] = ()) -> Anonymization:
     """(k, Sigma)-anonymize ``table`` by suppression with DIVA.
 
     Parameters
@@ -651,6 +652,10 @@ def diva(table: Any, *, k: int, qi: Sequence[str] | str,
         Also try, first at each vertex, a colour built for the current partial
         assignment from rows no chosen cluster uses (see ``_Search._complete``);
         ``False`` restricts the search to the precomputed colours, as in the paper.
+    models : sequence of PrivacyModel
+        l-diversity / t-closeness on a sensitive attribute (:mod:`veil.tables.models`):
+        classes failing them are merged with their cheapest neighbours at the end,
+        keeping every constraint's lower bound.
 
     Returns
     -------
@@ -680,6 +685,9 @@ def diva(table: Any, *, k: int, qi: Sequence[str] | str,
     max_candidates = check_int(max_candidates, "max_candidates", minimum=1)
     max_steps = check_int(max_steps, "max_steps", minimum=1)
     cols, enc, k = prepare(table, k=k, qi=qi, marker=marker)
+    from .models import check_models
+
+    models = check_models(models, enc.names)
     if isinstance(constraints, str):
         constraints = parse_constraints(constraints, columns=list(cols), k=k)
     cs = list(constraints)
@@ -780,7 +788,7 @@ def diva(table: Any, *, k: int, qi: Sequence[str] | str,
     stats["repair_suppressed_cells"] = repaired
     stats["phase1_rows"] = int(phase1.sum())
     res = build_result(table, cols, enc, k, groups, f"diva/{strategy}", cs, mask=mask,
-                       stats=stats, t0=t0, marker=marker)
+                       stats=stats, t0=t0, marker=marker, models=models)
     bad = [s for s in res.constraints if not s.satisfied]
     if bad:  # pragma: no cover - guarded by construction
         raise AssertionError(f"internal error: DIVA output violates {bad[0].constraint}")
@@ -921,4 +929,5 @@ def anonymize(table: Any, *, k: int, qi: Sequence[str] | str,
         return diva(table, k=k, qi=qi, constraints=constraints, **kwargs)
     base = "optimal-cut" if method == "baseline" else method
     marker = kwargs.get("marker", "*")
-    return k_anonymize(table, k=k, qi=qi, method=base, constraints=constraints, marker=marker)
+    return k_anonymize(table, k=k, qi=qi, method=base, constraints=constraints, marker=marker,
+                       models=kwargs.get("models", ()))
