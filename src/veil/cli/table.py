@@ -99,6 +99,56 @@ def _write_json_atomic(obj, path: Path) -> None:
     write_json(obj, path)
 
 
+HIERARCHIES = typer.Option(
+    None, "--hierarchies",
+    help="Folder of ARX hierarchy files (COLUMN.csv or *_hierarchy_COLUMN.csv, ';'-separated, "
+         "one row per value, coarser levels to the right) for --method global/local/"
+         "mondrian-hierarchy. A QI without a file is kept or replaced by the marker.")
+HIERARCHY = typer.Option(None, "--hierarchy",
+                         help="COLUMN=FILE: the hierarchy of one QI (repeat; overrides the "
+                              "folder).")
+SENSITIVE = typer.Option(None, "--sensitive",
+                         help="Sensitive column for --l-diversity/--entropy-l/--t-closeness.")
+
+
+def _models(sensitive, l_div, entropy_l, t_close, ordered):
+    from ..tables.models import DistinctLDiversity, EntropyLDiversity, TCloseness
+
+    asked = [x is not None for x in (l_div, entropy_l, t_close)]
+    if any(asked) and sensitive is None:
+        raise ParameterError("--l-diversity, --entropy-l and --t-closeness need --sensitive "
+                             "COLUMN")
+    if sensitive is not None and not any(asked):
+        raise ParameterError("--sensitive needs --l-diversity, --entropy-l or --t-closeness")
+    if ordered and t_close is None:
+        raise ParameterError("--ordered-sensitive applies to --t-closeness only")
+    out = []
+    if l_div is not None:
+        out.append(DistinctLDiversity(sensitive, l_div))
+    if entropy_l is not None:
+        out.append(EntropyLDiversity(sensitive, entropy_l))
+    if t_close is not None:
+        out.append(TCloseness(sensitive, t_close, ordered=ordered))
+    return out
+
+
+def _hierarchies(folder, items, qi_cols):
+    from ..tables.hierarchy import Hierarchy, load_hierarchies, parse_hierarchy_option
+
+    out = {}
+    files = {}
+    if folder is not None:
+        out.update(load_hierarchies(folder, qi_cols))
+        files.update({c: Path(h.source) for c, h in out.items()})
+    for c, path in parse_hierarchy_option(items).items():
+        if c not in qi_cols:
+            raise ParameterError(f"--hierarchy {c}=...: {c!r} is not a quasi-identifier "
+                                 f"({', '.join(qi_cols)})")
+        out[c] = Hierarchy.from_csv(path, name=c)
+        files[c] = Path(path)
+    return out, files
+
+
 @app.command("anonymize")
 def anonymize_cmd(
     input: Path = typer.Argument(..., help="Input table (CSV or Parquet), read as text."),
@@ -107,71 +157,182 @@ def anonymize_cmd(
     constraints: Optional[Path] = typer.Option(
         None, "--constraints", "-c", help="Constraint file (one 'attr=value[, ...]: lo..hi' "
                                           "per line)."),
-    method: str = typer.Option("diva", "--method", "-m",
-                               help="diva (honours constraints) or baseline (optimal cut, "
-                                    "ignores them); also sort-cut, mondrian."),
+    method: str = typer.Option(
+        "diva", "--method", "-m",
+        help="diva (suppression honouring constraints); baseline/optimal-cut, sort-cut, "
+             "mondrian (suppression, constraints only reported); global (full-domain "
+             "generalization, optimal lattice node), local (local recoding), "
+             "mondrian-hierarchy (Mondrian baseline on the hierarchies)."),
     output: Path = typer.Option(..., "--output", "-o",
                                 help="Anonymized table (.csv or .parquet), written atomically "
                                      "with its sidecar OUTPUT.meta.json (publishable)."),
     report: Optional[Path] = typer.Option(
         None, "--report", help="Also write the custodian's report here (JSON, NOT for "
-                               "publication: search statistics and runtimes depend on the "
-                               "input)."),
+                               "publication: input risk, information loss, search statistics "
+                               "and runtimes depend on the input)."),
     strategy: str = typer.Option("min-choice", "--strategy",
                                  help="DIVA search order: min-choice, max-fanout, random."),
+    hierarchies: Optional[Path] = HIERARCHIES,
+    hierarchy: Optional[list[str]] = HIERARCHY,
+    max_suppression: float = typer.Option(
+        0.0, "--max-suppression",
+        help="global/local: largest share of rows that may be suppressed (all QIs '*')."),
+    metric: str = typer.Option("granularity", "--metric",
+                               help="global/local: loss to minimize, granularity or nue."),
+    search: str = typer.Option("flash", "--search",
+                               help="global: flash (exact, pruned) or exhaustive."),
+    sensitive: Optional[str] = SENSITIVE,
+    l_diversity: Optional[int] = typer.Option(
+        None, "--l-diversity", help="Distinct l-diversity of --sensitive in every class."),
+    entropy_l: Optional[float] = typer.Option(
+        None, "--entropy-l", help="Entropy l-diversity of --sensitive in every class."),
+    t_closeness: Optional[float] = typer.Option(
+        None, "--t-closeness", help="t-closeness of --sensitive (EMD to the table's "
+                                    "distribution) in every class."),
+    ordered_sensitive: bool = typer.Option(
+        False, "--ordered-sensitive", help="--t-closeness over ordered (numeric) values."),
+    risk_threshold: float = typer.Option(0.2, "--risk-threshold",
+                                         help="Highest acceptable risk of one record, for "
+                                              "'records at risk'."),
     marker: str = typer.Option("*", "--marker", help="Text written in suppressed cells."),
     names: Optional[str] = NAMES,
     delimiter: Optional[str] = DELIMITER,
     skip_initial_space: bool = SKIP_SPACE,
     seed: Optional[int] = SEED,
 ) -> None:
-    """k-anonymize a table by suppression, satisfying diversity constraints (DIVA).
+    """k-anonymize a table (suppression or generalization), meeting diversity constraints.
 
-    Cells are text: every published cell that is not suppressed is byte-for-byte the input
-    cell (quoting and line ends kept). k-anonymity is not differential privacy: see
-    docs/tables.md.
+    Cells are text: every published cell that is not suppressed or generalized is
+    byte-for-byte the input cell (quoting and line ends kept). k-anonymity is not
+    differential privacy: see docs/tables.md.
     """
     from ..io import sidecar_path
     from ..tables import anonymize, load_constraints
+    from ..tables.diverse import METHODS
+    from ..tables.risk import reidentification_risk
     from ..validation import check_choice, check_int
     from .common import output_path
 
     check_int(k, "--k", minimum=2)
-    check_choice(method, "--method", ("diva", "baseline", "optimal-cut", "sort-cut", "mondrian"))
+    check_choice(method, "--method", METHODS)
+    generalizing = method in ("global", "local", "mondrian-hierarchy")
+    if not generalizing and (hierarchies is not None or hierarchy):
+        raise ParameterError(f"--hierarchies/--hierarchy apply to --method global, local or "
+                             f"mondrian-hierarchy, not {method}")
+    if max_suppression and method not in ("global", "local"):
+        raise ParameterError("--max-suppression applies to --method global or local")
     out = output_path(output)
     side = sidecar_path(out)
     rep = Path(report) if report is not None else None
     if rep is not None and not rep.parent.exists():
         raise ParameterError(f"--report: folder {str(rep.parent)!r} does not exist")
+    qi_cols = _split(qi) or []
+    hier, hfiles = _hierarchies(hierarchies, hierarchy, qi_cols)
+    models = _models(sensitive, l_diversity, entropy_l, t_closeness, ordered_sensitive)
     outputs = {"--output": out, "the sidecar": side}
     if rep is not None:
         outputs["--report"] = rep
     inputs = {"input table": Path(input)}
     if constraints is not None:
         inputs["constraint file"] = Path(constraints)
+    inputs.update({f"hierarchy of {c!r}": p for c, p in hfiles.items()})
     _not_over_inputs(outputs, inputs)
     table = _read(input, names, delimiter, skip_initial_space)
-    qi_cols = _split(qi) or []
     cs = []
     if constraints is not None:
         cs = load_constraints(constraints, table=table, k=k)
-    kwargs = {"marker": marker}
+    kwargs = {"marker": marker, "models": models}
     if method == "diva":
         kwargs.update(strategy=strategy, seed=seed)
+    if generalizing:
+        kwargs.update(hierarchies=hier, metric=metric)
+    if method in ("global", "local"):
+        kwargs.update(max_suppression=max_suppression)
+    if method == "global":
+        kwargs.update(search=search)
     res = anonymize(table, k=k, qi=qi_cols, constraints=cs, method=method, **kwargs)
+    after = reidentification_risk(res.table, qi_cols, threshold=risk_threshold, marker=marker)
     public = res.published()
+    public["risk"] = after
     private = None
     if rep is not None:
         private = res.report()
+        private["risk"] = {"input": reidentification_risk(table, qi_cols,
+                                                          threshold=risk_threshold,
+                                                          marker=marker),
+                           "output": after}
+        if "utility" not in private["stats"]:
+            private["stats"]["utility"] = _suppression_utility(table, res, qi_cols)
         private["input"] = str(input)
         private["output"] = str(out)
     _write_outputs(res.table, out, public, side, private, rep)
     m = res.metrics
+    what = (f"suppressed {m['suppressed_cells']} QI cells ({100 * m['suppressed_share']:.2f}%)"
+            if not generalizing else
+            f"generalized {m['generalized_cells']} QI cells, suppressed {m['suppressed_rows']} "
+            f"rows")
     typer.echo(f"{res.method}: {m['rows']} rows, {m['classes']} classes (min size "
-               f"{m['min_class_size']}), suppressed {m['suppressed_cells']} QI cells "
-               f"({100 * m['suppressed_share']:.2f}%), constraints satisfied "
-               f"{res.constraints_satisfied}/{len(res.constraints)}")
+               f"{m['min_class_size']}), {what}, constraints satisfied "
+               f"{res.constraints_satisfied}/{len(res.constraints)}; prosecutor risk highest "
+               f"{after['prosecutor']['highest']:.4f}")
     typer.echo(f"wrote {out} and {side.name}" + (f" (report: {rep})" if rep else ""))
+
+
+def _suppression_utility(table, res, qi_cols):
+    """Granularity and NUE per attribute of a suppression output (flat hierarchies)."""
+    from ..tables.data import as_columns, encode_qi
+    from ..tables.metrics import flat_hierarchies, utility_metrics
+
+    enc = encode_qi(as_columns(table), qi_cols)
+    return utility_metrics(enc.codes, flat_hierarchies(enc.values, enc.names),
+                           suppressed=res.suppressed, names=enc.names)
+
+
+@app.command("risk")
+def risk_cmd(
+    input: Path = typer.Argument(..., help="Table (CSV or Parquet), read as text."),
+    qi: str = typer.Option(..., "--qi", help="Quasi-identifier columns, comma-separated."),
+    population: Optional[Path] = typer.Option(
+        None, "--population", help="Population table with the same QI columns (same "
+                                   "representation) for journalist/marketer risk."),
+    sampling_fraction: Optional[float] = typer.Option(
+        None, "--sampling-fraction", help="Share of the population in the table, for the "
+                                          "population-uniqueness estimate (Zayatz)."),
+    threshold: float = typer.Option(0.2, "--threshold",
+                                    help="Highest acceptable risk of one record."),
+    marker: str = typer.Option("*", "--marker",
+                               help="Rows with this in every QI cell are suppressed."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o",
+                                          help="Also write the figures as JSON (atomically)."),
+    names: Optional[str] = NAMES,
+    delimiter: Optional[str] = DELIMITER,
+    skip_initial_space: bool = SKIP_SPACE,
+) -> None:
+    """Re-identification risk: prosecutor, journalist, marketer (ARX's definitions), uniqueness.
+
+    Computed from the QI text of the rows; on an input table the figures describe private
+    data (do not publish them next to an anonymized release).
+    """
+    from ..tables.risk import format_risk, reidentification_risk
+
+    if output is not None:
+        from .common import output_path
+
+        out = output_path(output)
+        inputs = {"input table": Path(input)}
+        if population is not None:
+            inputs["population table"] = Path(population)
+        _not_over_inputs({"--output": out}, inputs)
+    tbl = _read(input, names, delimiter, skip_initial_space)
+    pop = _read(population, names, delimiter, skip_initial_space) if population else None
+    r = reidentification_risk(tbl, _split(qi) or [], population=pop,
+                              sampling_fraction=sampling_fraction, threshold=threshold,
+                              marker=marker)
+    typer.echo(format_risk(r, f"re-identification risk of {input} on "
+                              f"{', '.join(_split(qi) or [])}"))
+    if output is not None:
+        _write_json_atomic(r, out)
+        typer.echo(f"wrote {out}")
 
 
 def _load(path: Path, table_path: Optional[Path], names: Optional[str], k: Optional[int]):

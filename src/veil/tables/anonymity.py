@@ -207,6 +207,20 @@ class Anonymization:
     def all_constraints_hold(self) -> bool:
         return all(s.satisfied for s in self.constraints)
 
+    def guarantee(self) -> str:
+        """The statement the published table supports, in words (from its parameters)."""
+        how = ("by generalization (hierarchy labels) and suppression" if self.levels is not None
+               else "by suppression")
+        text = (f"k-anonymity {how}: every combination of published quasi-identifier values "
+                f"is shared by at least k = {self.k} rows.")
+        for m in self.privacy:
+            if m["model"] == "t-closeness":
+                text += (f" Every class is {m['t']:g}-close ({m['distance']}) on "
+                         f"{m['sensitive']!r}.")
+            else:
+                text += f" Every class is {m['l']:g}-diverse ({m['model']}) on {m['sensitive']!r}."
+        return text + " This is not differential privacy."
+
     def published(self) -> dict[str, Any]:
         """What may be published next to the table: parameters and figures of the output only.
 
@@ -220,9 +234,7 @@ class Anonymization:
 
         return to_jsonable({
             "method": self.method, "k": self.k, "qi": self.qi, "marker": self.marker,
-            "guarantee": ("k-anonymity by suppression: every combination of published "
-                          "quasi-identifier values is shared by at least k rows. This is "
-                          "not differential privacy."),
+            "guarantee": self.guarantee(),
             "metrics": self.metrics,
             "constraints": [s.to_dict() for s in self.constraints],
             "constraints_satisfied": self.constraints_satisfied,

@@ -54,7 +54,8 @@ from .baselines import _lexsort, column_orders, optimal_cut_clusters, optimal_cu
 from .constraints import DiversityConstraint, check_constraints_against, parse_constraints
 from .reasoning import redundant_constraints, satisfiability
 
-__all__ = ["diva", "anonymize", "merge_clusterings", "STRATEGIES", "DivaInfeasibleError"]
+__all__ = ["diva", "anonymize", "merge_clusterings", "STRATEGIES", "METHODS",
+           "DivaInfeasibleError"]
 
 STRATEGIES = ("min-choice", "max-fanout", "random")
 
@@ -911,23 +912,57 @@ def _repair_upper(groups, phase1, mask, codes, masks, enc, cs) -> int:
     return added
 
 
+#: Every ``method`` of :func:`anonymize`.
+METHODS = ("diva", "baseline", "optimal-cut", "sort-cut", "mondrian", "global", "local",
+           "mondrian-hierarchy")
+
+
 def anonymize(table: Any, *, k: int, qi: Sequence[str] | str,
               constraints: Sequence[DiversityConstraint] | str = (), method: str = "diva",
               **kwargs: Any) -> Anonymization:
-    """k-anonymize ``table``: ``method="diva"`` honours constraints, ``"baseline"`` ignores them.
+    """k-anonymize ``table`` with one of :data:`METHODS`.
 
-    ``method`` may also name a baseline ("optimal-cut", "sort-cut", "mondrian");
-    the constraints are then only evaluated on the output.
+    * ``"diva"``: suppression honouring the constraints (:func:`diva`);
+    * ``"baseline"`` (= ``"optimal-cut"``), ``"sort-cut"``, ``"mondrian"``:
+      constraint-free suppression (constraints only evaluated on the output);
+    * ``"global"``: full-domain generalization, the lattice optimum
+      (:func:`veil.tables.generalize.global_recoding`);
+    * ``"local"``: local recoding (:func:`veil.tables.generalize.local_recoding`);
+    * ``"mondrian-hierarchy"``: Mondrian publishing hierarchy labels (baseline,
+      constraints only evaluated).
+
+    ``kwargs`` go to the method (``models`` for every method; ``hierarchies``,
+    ``max_suppression``, ``metric`` for the generalizations, ``search`` for
+    ``"global"``; ``strategy``, ``seed`` ... for DIVA; ``marker`` for all).
     """
-    from .baselines import BASELINES, k_anonymize
+    from .baselines import k_anonymize
+    from .generalize import global_recoding, local_recoding, mondrian_generalize
 
-    method = check_choice(method, "method", ("diva", "baseline") + tuple(BASELINES))
+    method = check_choice(method, "method", METHODS)
     if isinstance(constraints, str):
         cols, _, kk = prepare(table, k=k, qi=qi)
         constraints = parse_constraints(constraints, columns=list(cols), k=kk)
+    marker = kwargs.get("marker", "*")
+    models = kwargs.get("models", ())
+    gen = {a: kwargs[a] for a in ("hierarchies", "max_suppression", "metric") if a in kwargs}
     if method == "diva":
         return diva(table, k=k, qi=qi, constraints=constraints, **kwargs)
+    if method == "global":
+        return global_recoding(table, k=k, qi=qi, constraints=constraints, models=models,
+                               marker=marker, search=kwargs.get("search", "flash"), **gen)
+    if method == "local":
+        return local_recoding(table, k=k, qi=qi, constraints=constraints, models=models,
+                              marker=marker, **gen)
+    if method == "mondrian-hierarchy":
+        res = mondrian_generalize(table, k=k, qi=qi, marker=marker,
+                                  hierarchies=gen.get("hierarchies"),
+                                  metric=gen.get("metric", "granularity"))
+        if constraints:
+            from .validate import ConstraintStatus, count_targets
+
+            counts = count_targets(res.table, list(constraints), marker=marker)
+            res.constraints = [ConstraintStatus(c, n) for c, n in zip(constraints, counts)]
+        return res
     base = "optimal-cut" if method == "baseline" else method
-    marker = kwargs.get("marker", "*")
     return k_anonymize(table, k=k, qi=qi, method=base, constraints=constraints, marker=marker,
-                       models=kwargs.get("models", ()))
+                       models=models)
