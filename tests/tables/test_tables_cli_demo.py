@@ -111,6 +111,13 @@ def test_demo_results_quick():
     assert r["satisfied"]["DIVA"] == len(r["constraints"])
     assert all(v >= r["k"] for v in r["min_class_size"].values())
     assert len(r["excerpt_rows"]) == 12 and len(r["status_rows"]) == len(r["constraints"])
+    g = r["generalization"]
+    loss = {row[0]: row[1] for row in g["rows"]}
+    assert loss["local recoding"] <= loss["Mondrian (hierarchy)"]
+    assert g["l_diversity"]["satisfied"] and g["l_diversity"]["worst"] >= 2
+    risk = {row[0]: row for row in g["risk_rows"]}
+    assert risk["input"][2] == 1.0  # the synthetic input has unique rows
+    assert all(row[2] <= 1 / r["k"] for name, row in risk.items() if name != "input")
 
 
 def test_report_section_builds():
@@ -120,7 +127,8 @@ def test_report_section_builds():
     ctx = core.DemoContext(rng=np.random.default_rng(0), quick=True, outdir=None)
     sec = build(ctx)
     assert sec.id == "tables" and "NOT differential privacy" in sec.guarantee
-    assert sec.figures and sec.tables
+    assert len(sec.figures) == 2 and len(sec.tables) == 5
+    assert sec.results["l_diversity_worst_class"] >= 2
     sec.to_dict()
 
 
