@@ -386,22 +386,28 @@ def check_cmd(
 
 
 EXACT = typer.Option(
-    None, "--exact/--axioms",
-    help="--exact: decide by integer programming (HiGHS) over the compressed cells of the "
-         "targets, exact for any bounds up to 2**40; --axioms: the four axioms (linear time, "
-         "sound, complete only for single-attribute targets). Default: exact when a target "
-         "has several attributes, else the axioms.")
+    False, "--exact",
+    help="Decide by integer programming (HiGHS) over the compressed cells of the targets, "
+         "exact for any bounds up to 2**40. Default: exact when a target has several "
+         "attributes, else the axioms (complete there).")
+AXIOMS = typer.Option(
+    False, "--axioms",
+    help="Use the four axioms only (linear time, sound, complete only for single-attribute "
+         "targets).")
 
 
-def _method(exact: Optional[bool]) -> str:
-    return "auto" if exact is None else ("exact" if exact else "axioms")
+def _method(exact: bool, axioms: bool = False) -> str:
+    if exact and axioms:
+        raise ParameterError("--exact and --axioms exclude each other")
+    return "exact" if exact else ("axioms" if axioms else "auto")
 
 
 @constraints_app.command("implies")
 def implies_cmd(
     constraints: Path = typer.Argument(..., help="Constraint file (Sigma)."),
     sigma: str = typer.Argument(..., help="One constraint, e.g. 'sex=Female: 0..100'."),
-    exact: Optional[bool] = EXACT,
+    exact: bool = EXACT,
+    axioms: bool = AXIOMS,
 ) -> None:
     """Does Sigma imply sigma? Prints the implied range; exit 0 if implied, 1 if not."""
     from ..tables import implied_range, implies, parse_constraints
@@ -412,7 +418,7 @@ def implies_cmd(
     if len(parsed) != 1:
         raise ParameterError(f"expected exactly one constraint, got {len(parsed)}")
     s = parsed[0]
-    how = resolve(_method(exact), cs + [s])
+    how = resolve(_method(exact, axioms), cs + [s])
     lo, hi = implied_range(cs, s)
     ok = implies(cs, s, method=how)
     tgt = s.to_text().rsplit(":", 1)[0]
@@ -424,13 +430,13 @@ def implies_cmd(
 
 @constraints_app.command("satisfiable")
 def satisfiable_cmd(constraints: Path = typer.Argument(..., help="Constraint file."),
-                    exact: Optional[bool] = EXACT) -> None:
+                    exact: bool = EXACT, axioms: bool = AXIOMS) -> None:
     """Is there a relation satisfying every constraint? Exit 0 if yes, 1 if not."""
     from ..tables import satisfiability
     from ..tables.reasoning import _method as resolve
 
     cs, _ = _load(constraints, None, None, None)
-    how = resolve(_method(exact), cs)
+    how = resolve(_method(exact, axioms), cs)
     sat = satisfiability(cs, method=how)
     if sat:
         typer.echo(f"satisfiable ({len(cs)} constraints; {how})")
@@ -444,13 +450,14 @@ def minimize_cmd(
     constraints: Path = typer.Argument(..., help="Constraint file."),
     output: Optional[Path] = typer.Option(None, "--output", "-o",
                                           help="Write the minimal cover here (atomically)."),
-    exact: Optional[bool] = EXACT,
+    exact: bool = EXACT,
+    axioms: bool = AXIOMS,
 ) -> None:
     """Remove constraints implied by the others (minimal cover)."""
     from ..tables import format_constraints, redundant_constraints
 
     cs, _ = _load(constraints, None, None, None)
-    red = redundant_constraints(cs, method=_method(exact))
+    red = redundant_constraints(cs, method=_method(exact, axioms))
     keep = list(cs)
     for c, used in red:
         keep.remove(c)

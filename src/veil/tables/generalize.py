@@ -610,15 +610,25 @@ def _split_plan(st: _Setup, p: _Part, j: int, budget: int):
     return gain, good, residual, suppressed
 
 
-def _lower_bound_attrs(st: _Setup, levels: np.ndarray, supp: np.ndarray) -> set:
-    """Attributes of constraints whose lower bound is not met yet by the published text."""
-    out = set()
-    for c in st.constraints:
-        if c.lo > 0:
-            cnt = int(_published_match(st, lambda j: levels[:, j], supp, c).sum())
-            if cnt < c.lo:
-                out.update(st.names.index(a) for a, _ in c.target)
-    return out
+def _match_rows(st: _Setup, c: DiversityConstraint, rows: np.ndarray, levels: np.ndarray
+                ) -> np.ndarray:
+    """Whether each of ``rows`` (not suppressed) shows the constraint's target now."""
+    m = np.ones(len(rows), dtype=bool)
+    for a, v in c.target:
+        j = st.names.index(a)
+        lv = levels[rows, j]
+        ok = np.zeros(len(rows), dtype=bool)
+        for l_ in np.unique(lv):
+            sel = lv == l_
+            hit = np.asarray(st.hier[j].text[int(l_)] == v, dtype=bool)
+            ok[sel] = hit[st.gc[j][int(l_)][rows[sel]]]
+        m &= ok
+    return m
+
+
+def _targets_of_rows(st: _Setup, c: DiversityConstraint) -> np.ndarray:
+    """Rows whose input values show the target (the rows that could count for it)."""
+    return _match_rows(st, c, np.arange(st.n), np.zeros((st.n, st.q), dtype=np.int64))
 
 
 def local_recoding(table: Any, *, k: int, qi: Sequence[str] | str,
@@ -674,9 +684,22 @@ def local_recoding(table: Any, *, k: int, qi: Sequence[str] | str,
                 "limit: no generalization exists", proved=True)
     splits = 0
     leaves: list[_Part] = []
+    cs = st.constraints
+    cattr = [[st.names.index(a) for a, _ in c.target] for c in cs]
+    could = [_targets_of_rows(st, c) for c in cs]
+    shows = [_match_rows(st, c, np.arange(n), levels) & ~supp for c in cs]
+    counts = [int(m.sum()) for m in shows]
     while stack:
         p = stack.pop()
-        need = _lower_bound_attrs(st, levels, supp) if st.constraints else set()
+        # attributes of unmet lower bounds whose target rows are in this partition and
+        # not yet shown: split those first (before other splits fragment the partition)
+        need: dict[int, int] = {}
+        for i, c in enumerate(cs):
+            if counts[i] < c.lo:
+                waiting = int((could[i][p.rows] & ~shows[i][p.rows]).sum())
+                if waiting:
+                    for j in cattr[i]:
+                        need[j] = need.get(j, 0) + waiting
         best = None
         for j in range(q):
             if p.levels[j] == 0 or j in p.frozen:
@@ -685,7 +708,7 @@ def local_recoding(table: Any, *, k: int, qi: Sequence[str] | str,
             if plan is None:
                 continue
             free = len(plan[1]) == 1 and not plan[2].size and not plan[3].size
-            key = (j in need, plan[0], free)
+            key = (need.get(j, 0), plan[0], free)
             if plan[0] <= 0 and not free and j not in need:
                 continue
             if best is None or key > best[0]:
@@ -695,16 +718,26 @@ def local_recoding(table: Any, *, k: int, qi: Sequence[str] | str,
             continue
         _, j, (gain, good, residual, suppressed) = best
         splits += 1
+        moved = []
         for g in good:
             lv = p.levels.copy()
             lv[j] -= 1
             levels[g, j] = lv[j]
+            moved.append(g)
             stack.append(_Part(g, lv, p.frozen))
         if residual.size:
             stack.append(_Part(residual, p.levels.copy(), p.frozen | {j}))
         if suppressed.size:
             supp[suppressed] = True
             budget -= len(suppressed)
+            moved.append(suppressed)
+        if cs and moved:
+            rows = np.concatenate(moved)
+            for i, c in enumerate(cs):
+                if j in cattr[i] or suppressed.size:
+                    new_m = _match_rows(st, c, rows, levels) & ~supp[rows]
+                    counts[i] += int(new_m.sum()) - int(shows[i][rows].sum())
+                    shows[i][rows] = new_m
     # the suppressed rows form one class: empty or passing (add the smallest leaves)
     if supp.any() and not _group_ok(st, np.flatnonzero(supp)):
         leaves.sort(key=lambda lp: len(lp.rows))
