@@ -90,6 +90,8 @@ def test_risk_suppressed_rows_left_out_and_errors():
         reidentification_risk(t, ["a"], population=t, sampling_fraction=0.5)
     with pytest.raises(DataError, match="must be a sample"):
         reidentification_risk(t, ["a"], population=t.iloc[:3])
+    allstar = reidentification_risk(t.iloc[:2], ["a", "b"])
+    assert allstar["records"] == 0 and allstar["prosecutor"]["highest"] == 0.0
 
 
 @pytest.mark.slow

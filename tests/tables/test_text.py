@@ -260,3 +260,27 @@ def test_published_files_do_not_depend_on_hidden_values(tmp_path):
     assert outs[0] == outs[1]
     side = json.loads(outs[0][1])
     assert "stats" not in side and side["metrics"]["suppressed_cells"] > 0
+
+
+def test_hostile_and_case_colliding_names_through_the_cli(tmp_path, capsys):
+    """Column names with quotes, and two names differing only in case, end to end."""
+    t = tmp_path / "t.csv"
+    t.write_text('"we""ird col",Sex,sex\nit\'s,F,M\nit\'s,F,M\nx,M,M\n')
+    c = tmp_path / "c.txt"
+    c.write_text('"we\\"ird col"="it\'s": 2..2\nSex=F: 2..2\nsex=M: 3..3\n')
+    assert run(["table", "constraints", "check", str(c), "--table", str(t), "--show-sql"]) == 0
+    out = capsys.readouterr().out
+    assert "3/3 constraints hold" in out and '"c0"' in out  # positional names in the SQL
+    o = tmp_path / "o.csv"
+    assert run(["table", "anonymize", str(t), "--k", "3", "--qi", 'we"ird col,Sex',
+                "-m", "baseline", "-o", str(o)]) == 0
+    assert o.read_text().splitlines()[0] == '"we""ird col",Sex,sex'
+
+
+def test_json_is_refused_for_tables(tmp_path):
+    from veil.errors import ParameterError
+
+    p = tmp_path / "t.json"
+    p.write_text('[{"a": 1}]')
+    with pytest.raises(ParameterError, match="CSV or Parquet"):
+        read_text_table(p)

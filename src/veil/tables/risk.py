@@ -142,8 +142,13 @@ def reidentification_risk(table: Any, qi: Sequence[str] | str, *, population: An
     n = int(f.sum())
     out: dict[str, Any] = {"records": n, "suppressed_records": suppressed,
                            "classes": int(len(f)), "threshold": float(threshold)}
-    if n == 0:
-        raise DataError("every row is suppressed: no risk to compute")
+    if n == 0:  # every row suppressed: no QI tuple singles anyone out
+        zero = {"highest": 0.0, "success_rate": 0.0, "records_at_risk": 0.0}
+        out.update(prosecutor={**zero, "records_with_highest_risk": 0.0}, journalist=dict(zero),
+                   marketer={"success_rate": 0.0},
+                   uniqueness={"sample_uniques": 0.0, "population_uniques": 0.0,
+                               "population_model": "every row is suppressed"})
+        return out
     if population is not None:
         Fp, ptuples, _ = class_sizes(population, qi, marker=marker)
         lookup = dict(zip(ptuples, Fp.tolist()))

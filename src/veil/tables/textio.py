@@ -65,7 +65,11 @@ def table_format(path: str | os.PathLike, format: str | None = None) -> str:
             raise ParameterError(f"format must be one of {', '.join(TABLE_FORMATS)}, got "
                                  f"{format!r}")
         return f
-    return _SUFFIX.get(Path(path).suffix.lower(), "csv")
+    suffix = Path(path).suffix.lower()
+    if suffix in (".json", ".jsonl", ".ndjson"):
+        raise ParameterError(f"{str(path)!r}: veil table reads and writes CSV or Parquet, not "
+                             "JSON")
+    return _SUFFIX.get(suffix, "csv")
 
 
 class _Record:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def build(ctx):
-    """Build the tables section (a few seconds; under ~3 s with ``ctx.quick``)."""
+    """Build the tables section (a few seconds on an idle machine, also with ``ctx.quick``)."""
     import matplotlib
 
     matplotlib.use("Agg")
