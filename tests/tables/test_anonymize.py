@@ -267,3 +267,109 @@ def test_diva_finds_solutions_on_feasible_random_instances():
         except DivaInfeasibleError:
             pass
     assert tried >= 10 and solved >= 0.8 * tried
+
+
+def test_optimal_cut_memory_is_bounded_defect9():
+    """The DP held (k, k, q) arrays (1.39 GB at k = 5000); now O(n q + 2**20) entries."""
+    import tracemalloc
+
+    rng = np.random.default_rng(4)
+    k, n, q = 2500, 5100, 7  # 245 MB before
+    S = np.sort(rng.integers(0, 3, (n, q)), axis=0)
+    tracemalloc.start()
+    labels, cost = optimal_cut_sorted(S, k)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 64 * 2**20, f"peak {peak / 2**20:.0f} MB"
+    assert np.bincount(labels).min() >= k
+    # the same optimum as a brute force over the (few) cut positions
+    best = min(sum((e - s) * int((S[s:e] != S[s]).any(axis=0).sum())
+                   for s, e in zip([0] + cuts, cuts + [n]))
+               for m in (0, 1) for cuts in ([[c] for c in range(k, n - k + 1)] if m else [[]]))
+    assert cost == best
+
+
+# --------------------------------------------------------------------------- defect 7
+
+def _partitions(items, k):
+    if not items:
+        yield []
+        return
+    first, rest = items[0], items[1:]
+    for r in range(k - 1, len(rest) + 1):
+        for comb in itertools.combinations(rest, r):
+            left = [x for x in rest if x not in comb]
+            for p in _partitions(left, k):
+                yield [[first, *comb]] + p
+
+
+def brute_force_feasible(rows, cs, k):
+    """Whether a (k, Sigma)-anonymization by suppression exists: every partition into
+    clusters of >= k rows, every extra suppression of constant columns in each cluster."""
+    n, q = len(rows), len(rows[0])
+    spec = [([(int(a[1:]), v) for a, v in c.target], c.lo, c.hi) for c in cs]
+    for part in _partitions(list(range(n)), k):
+        opts = []
+        for cl in part:
+            need = {j for j in range(q) if len({rows[i][j] for i in cl}) > 1}
+            free = [j for j in range(q) if j not in need]
+            opts.append([need | set(s) for r in range(len(free) + 1)
+                         for s in itertools.combinations(free, r)])
+        for choice in itertools.product(*opts):
+            out = [None] * n
+            for cl, sup in zip(part, choice):
+                for i in cl:
+                    out[i] = tuple("*" if j in sup else rows[i][j] for j in range(q))
+            if all(lo <= sum(all(o[a] == v for a, v in t) for o in out) <= hi
+                   for t, lo, hi in spec):
+                return True
+    return False
+
+
+def test_diva_hides_an_attribute_inside_a_lower_bound_cluster_defect7():
+    """7 rows; the Q0=v0 rows must stay visible (5..) but only 3 may show Q1=v0."""
+    rows = [("v0", "v0")] * 5 + [("v1", "v0")] * 2
+    df = pd.DataFrame(rows, columns=["Q0", "Q1"])
+    cs = parse_constraints("Q1=v0: 3..3\nQ0=v0: 5..\nQ0=v1: 2..")
+    assert brute_force_feasible(rows, cs, 2)
+    res = diva(df, k=2, qi=["Q0", "Q1"], constraints=cs, seed=0)
+    check_output(df, res.table, ["Q0", "Q1"], 2)
+    assert [s.count for s in check_constraints(res.table, cs)] == [3, 5, 2]
+    assert res.stats["hidden_cells"] > 0  # suppressed although constant in its cluster
+
+
+def test_diva_against_brute_force_on_small_instances():
+    """proved=True only when no solution exists; every feasible instance here is solved."""
+    rng = np.random.default_rng(21)
+    feasible = solved = infeasible = 0
+    for _ in range(150):
+        n, q, k = int(rng.integers(4, 8)), int(rng.integers(2, 4)), int(rng.integers(2, 4))
+        if n < k:
+            continue
+        rows = [tuple(f"v{int(rng.integers(0, 2))}" for _ in range(q)) for _ in range(n)]
+        df = pd.DataFrame(rows, columns=[f"Q{j}" for j in range(q)])
+        cs = []
+        for _ in range(int(rng.integers(1, 4))):
+            attrs = sorted(rng.choice(q, size=int(rng.integers(1, q + 1)), replace=False))
+            r = rows[int(rng.integers(n))]
+            lo = int(rng.choice([0] + list(range(k, n + 1))))
+            hi = float("inf") if rng.random() < 0.5 else int(rng.integers(lo, n + 1))
+            cs.append(DiversityConstraint({f"Q{a}": r[a] for a in attrs}, lo, hi))
+        if not is_satisfiable(cs) or not is_minimal(cs):
+            continue
+        feas = brute_force_feasible(rows, cs, k)
+        try:
+            res = diva(df, k=k, qi=list(df.columns), constraints=cs, seed=0)
+        except DivaInfeasibleError as exc:
+            assert not (exc.proved and feas), (rows, cs)
+            if feas:
+                feasible += 1
+            else:
+                infeasible += 1
+            continue
+        assert feas and all(s.satisfied for s in check_constraints(res.table, cs))
+        check_output(df, res.table, list(df.columns), k)
+        feasible += 1
+        solved += 1
+    assert feasible >= 20 and infeasible >= 20  # both kinds occur (the test has power)
+    assert solved == feasible

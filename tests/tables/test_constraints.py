@@ -117,3 +117,48 @@ def test_table_kinds_for_domains(df):
     with pytest.raises(ParameterError, match="table must be"):
         parse_constraints("a=b: 0..1", table=[1, 2])
     assert np.asarray(df["age"]).dtype.kind == "i"  # untouched
+
+
+# --------------------------------------------------------------------------- escapes (defect 8)
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@pytest.mark.parametrize("value", [
+    "say \"hi\" it's", "two\nlines", "cr\r\nlf", "back\\slash", "tab\there", "' \"", "\u2028",
+    "#hash", " padded ", "a=b, c:d", "", "\\n is not a newline", "x\x00y",
+])
+def test_values_with_both_quotes_or_newlines_round_trip(value):
+    c = DiversityConstraint({"weird \"col\"\n": value, "plain": "v"}, 0, 5)
+    text = format_constraints([c])
+    assert text.count("\n") == 1  # one line per constraint, whatever the value holds
+    assert parse_constraints(text) == [c]
+
+
+@settings(max_examples=300, deadline=None)
+@given(attr=st.text(min_size=1, max_size=8), value=st.text(max_size=12),
+       lo=st.integers(0, 10**20), extra=st.integers(0, 10**20))
+def test_any_string_round_trips(attr, value, lo, extra):
+    c = DiversityConstraint({attr: value}, lo, lo + extra)
+    assert parse_constraints(format_constraints([c])) == [c]
+
+
+def test_escape_syntax_and_errors():
+    assert parse_constraints('a="q\\"uote\\\\ \\u00e9\\n": 0..1')[0].target == (
+        ("a", 'q"uote\\ \u00e9\n'),)
+    assert parse_constraints("a='no \\n escapes': 0..1")[0].target == (("a", "no \\n escapes"),)
+    assert parse_constraints("a=C\\dir: 0..1")[0].target == (("a", "C\\dir"),)  # plain: literal
+    with pytest.raises(ConstraintSyntaxError, match=r"line 1: unknown escape \\d"):
+        parse_constraints('a="C:\\dir": 0..1')
+    with pytest.raises(ConstraintSyntaxError, match="stray quote"):
+        parse_constraints("name=O'Brien: 0..1")
+    with pytest.raises(ConstraintSyntaxError, match="after the closing quote"):
+        parse_constraints('a="x"y: 0..1')
+
+
+def test_bounds_are_exact_integers():
+    big = 10**19 + 1
+    c = parse_constraints(f"a=x: {big}..{big + 2}")[0]
+    assert c.lo == big and c.hi == big + 2
+    assert DiversityConstraint({"a": "x"}, str(big), big).lo == big

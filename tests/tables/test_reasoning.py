@@ -148,9 +148,9 @@ def test_axioms_incomplete_case_documented():
     S = [DiversityConstraint({"A": "a1"}, 0, 3),
          DiversityConstraint({"A": "a1", "B": "b1"}, 2, INF),
          DiversityConstraint({"A": "a1", "B": "b2"}, 2, INF)]
-    assert is_satisfiable(S)
+    assert is_satisfiable(S, method="axioms")
     probe = DiversityConstraint({"A": "a2"}, 1, 1)
-    assert not implies(S, probe)
+    assert not implies(S, probe, method="axioms")
     assert implies_exact(S, probe)  # unsatisfiable, so it implies everything
 
 
@@ -159,11 +159,25 @@ def test_satisfiability_sound(seed):
     rng = np.random.default_rng(200 + seed)
     for _ in range(80):
         S = rand_set(rng, int(rng.integers(1, 5)))
-        sat = satisfiability(S)
+        sat = satisfiability(S, method="axioms")
         if not sat:
             assert not sem_satisfiable(S)
             assert "empty range" in sat.reason
             assert all(c in S for c in sat.culprits)
+        exact = satisfiability(S)  # auto: exact on these multi-attribute sets
+        assert exact.satisfiable == sem_satisfiable(S), S
+        if not exact:
+            assert not sem_satisfiable(list(exact.culprits))  # the culprits alone fail
+
+
+def test_exact_satisfiability_finds_what_the_axioms_miss():
+    """Power: on the brute-force family the axioms call some unsatisfiable sets satisfiable."""
+    rng = np.random.default_rng(200)
+    misses = 0
+    for _ in range(240):
+        S = rand_set(rng, int(rng.integers(1, 5)))
+        misses += is_satisfiable(S, method="axioms") and not sem_satisfiable(S)
+    assert misses > 0
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -197,22 +211,125 @@ def test_redundant_reports_reason():
     assert not is_minimal(S) and is_minimal(minimal_cover(S))
 
 
-def test_implication_is_linear_time_scaling():
-    import time
-
-    def run(m):
-        S = [DiversityConstraint({"A": f"v{i}"}, 1, 10) for i in range(m)]
-        t = time.perf_counter()
-        implied_range(S, {"A": "v0"})
-        return time.perf_counter() - t
-
-    run(1000)
-    small, big = min(run(2000) for _ in range(3)), min(run(20000) for _ in range(3))
-    assert big < 30 * small  # 10x the constraints: about 10x the time, far from quadratic
-
-
 def test_bad_inputs():
     with pytest.raises(ParameterError, match="DiversityConstraint"):
         implies(["sex=F: 1..2"], DiversityConstraint({"a": 1}, 0, 1))
     with pytest.raises(ParameterError, match="sigma must be"):
         implies([], "x")
+
+
+# --------------------------------------------------------------------------- exact (defects 5, 6)
+
+def test_exact_implication_large_bounds_defect5():
+    """A finite bound above 10^6 was capped at 10^6: 0..3000000 'implied' 0..2000000."""
+    S = parse_constraints("A=a: 0..3000000")
+    assert not implies_exact(S, parse_constraints("A=a: 0..2000000")[0])
+    assert not implies(S, parse_constraints("A=a, B=b: 0..2000000")[0])
+    for hi in (10**6, 10**9, 2**40 - 1):
+        S = [DiversityConstraint({"A": "a"}, 0, hi), DiversityConstraint({"A": "a", "B": "b"},
+                                                                          hi // 2, INF)]
+        assert implies_exact(S, DiversityConstraint({"A": "a", "B": "b"}, 0, hi))
+        assert not implies_exact(S, DiversityConstraint({"A": "a", "B": "b"}, 0, hi - 1))
+        assert implies_exact(S, DiversityConstraint({"A": "a"}, hi // 2, hi))
+        assert not implies_exact(S, DiversityConstraint({"A": "a"}, hi // 2 + 1, hi))
+
+
+def test_exact_bound_limit_is_an_error_not_a_wrong_answer():
+    from veil.errors import InstanceTooLargeError
+
+    S = [DiversityConstraint({"A": "a"}, 2**41, INF),
+         DiversityConstraint({"A": "a", "B": "b"}, 0, 5)]
+    with pytest.raises(InstanceTooLargeError, match="2\\*\\*40"):
+        implies_exact(S, DiversityConstraint({"A": "a", "C": "c"}, 1, INF))
+
+
+def test_satisfiability_and_cover_exact_by_default_defect6():
+    S = parse_constraints("A=a: 0..3\nA=a, B=b1: 2..\nA=a, B=b2: 2..")
+    sat = satisfiability(S)
+    assert not sat and sat.method == "exact" and set(sat.culprits) == set(S)
+    assert "cannot hold together" in sat.reason
+    assert satisfiability(S, method="axioms")
+    with pytest.raises(InfeasibleError):
+        minimal_cover(S)
+    # minimal cover: the count argument makes 'A=a: 4..' implied (2 + 2 rows)
+    S = parse_constraints("A=a: 0..5\nA=a, B=b1: 2..\nA=a, B=b2: 2..\nA=a: 4..")
+    assert minimal_cover(S, method="axioms") == S
+    red = redundant_constraints(S)
+    assert [c.to_text() for c, _ in red] == ["A=a: 4..inf"]
+    assert {c.to_text() for c in red[0][1]} == {"A=a, B=b1: 2..inf", "A=a, B=b2: 2..inf"}
+    assert not is_minimal(S) and is_minimal(minimal_cover(S))
+
+
+def _full_product_feasible(constraints, attrs_vals):
+    """Independent check: integer program over every cell of the full attribute product."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    names = sorted(attrs_vals)
+    grid = list(itertools.product(*[attrs_vals[a] + [None] for a in names]))
+    if not constraints:
+        return True
+    A = np.array([[all(dict(zip(names, cell)).get(a) == v for a, v in c.target) for cell in grid]
+                  for c in constraints], dtype=float)
+    res = milp(np.zeros(len(grid)), integrality=np.ones(len(grid)), bounds=Bounds(0, np.inf),
+               constraints=LinearConstraint(A, [c.lo for c in constraints],
+                                            [np.inf if c.hi == INF else c.hi
+                                             for c in constraints]))
+    return res.status == 0
+
+
+def _full_product_implies(S, s, attrs_vals):
+    cases = []
+    if s.lo > 0:
+        cases.append(DiversityConstraint(s.target, 0, s.lo - 1))
+    if s.hi != INF:
+        cases.append(DiversityConstraint(s.target, s.hi + 1, INF))
+    return not any(_full_product_feasible(S + [c], attrs_vals) for c in cases)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_compressed_cells_match_full_product(seed):
+    """The compressed program (connected unions of targets) decides like the full product."""
+    rng = np.random.default_rng(500 + seed)
+    vals = {"A": ["a1", "a2"], "B": ["b1", "b2"], "C": ["c1"]}
+    names = sorted(vals)
+    disagreements = checked = 0
+    for _ in range(40):  # random sets (bounds up to 23)
+        S = []
+        for _ in range(int(rng.integers(1, 6))):
+            attrs = [a for a in names if rng.random() < 0.55] or [names[int(rng.integers(3))]]
+            tgt = {a: vals[a][int(rng.integers(len(vals[a])))] for a in attrs}
+            lo = int(rng.integers(0, 12))
+            hi = INF if rng.random() < 0.4 else lo + int(rng.integers(0, 12))
+            S.append(DiversityConstraint(tgt, lo, hi))
+        s = S.pop()
+        checked += 1
+        want_sat = _full_product_feasible(S, vals)
+        assert is_satisfiable(S, method="exact") == want_sat, S
+        assert implies(S, s, method="exact") == _full_product_implies(S, s, vals), (S, s)
+        disagreements += is_satisfiable(S, method="axioms") != want_sat
+    # sums over disjoint super-targets (what the axioms miss), against the full product
+    for lo1, lo2, hi in itertools.product(range(0, 4), range(0, 4), range(0, 7)):
+        S = [DiversityConstraint({"A": "a1"}, 0, hi),
+             DiversityConstraint({"A": "a1", "B": "b1"}, lo1, INF),
+             DiversityConstraint({"A": "a1", "B": "b2", "C": "c1"}, lo2, INF)]
+        want = _full_product_feasible(S, vals)
+        assert want == (lo1 + lo2 <= hi)
+        assert is_satisfiable(S) == want
+        disagreements += is_satisfiable(S, method="axioms") != want
+    assert checked == 40 and disagreements > 0
+
+
+def test_exact_is_fast_on_many_attributes():
+    """32 s at 10 attributes before: the compressed program has one cell per overlap."""
+    from veil.tables.exact import ExactProgram
+
+    cs = [DiversityConstraint({f"A{i}": "x", f"A{(i + 1) % 10}": "y"}, 1, 5) for i in range(10)]
+    prog = ExactProgram.build([c.items for c in cs] + [frozenset({("A0", "x")})])
+    assert len(prog.cells) < 40  # the full product has 3**10 = 59049 cells
+    assert not implies_exact(cs, DiversityConstraint({"A0": "x"}, 1, 10))
+    assert implies_exact(cs, DiversityConstraint({"A0": "x", "A1": "y"}, 1, 5))
+
+
+def test_method_parameter_checked():
+    with pytest.raises(ParameterError, match="method must be one of"):
+        implies([], DiversityConstraint({"a": 1}, 0, 1), method="fast")

@@ -111,6 +111,13 @@ def test_demo_results_quick():
     assert r["satisfied"]["DIVA"] == len(r["constraints"])
     assert all(v >= r["k"] for v in r["min_class_size"].values())
     assert len(r["excerpt_rows"]) == 12 and len(r["status_rows"]) == len(r["constraints"])
+    g = r["generalization"]
+    loss = {row[0]: row[1] for row in g["rows"]}
+    assert loss["local recoding"] <= loss["Mondrian (hierarchy)"]
+    assert g["l_diversity"]["satisfied"] and g["l_diversity"]["worst"] >= 2
+    risk = {row[0]: row for row in g["risk_rows"]}
+    assert risk["input"][2] == 1.0  # the synthetic input has unique rows
+    assert all(row[2] <= 1 / r["k"] for name, row in risk.items() if name != "input")
 
 
 def test_report_section_builds():
@@ -120,7 +127,8 @@ def test_report_section_builds():
     ctx = core.DemoContext(rng=np.random.default_rng(0), quick=True, outdir=None)
     sec = build(ctx)
     assert sec.id == "tables" and "NOT differential privacy" in sec.guarantee
-    assert sec.figures and sec.tables
+    assert len(sec.figures) == 2 and len(sec.tables) == 5
+    assert sec.results["l_diversity_worst_class"] >= 2
     sec.to_dict()
 
 
@@ -139,3 +147,23 @@ def test_experiment_generator_and_quick_format():
     text = format_results({"quick": True, "repeats": 1, "note": "x", "adult": [],
                            "ordering": [], "scaling": []})
     assert "Adult" in text
+
+
+def test_constraint_commands_exact_by_default_defect6(tmp_path, capsys):
+    f = tmp_path / "s.txt"
+    f.write_text("A=a: 0..3\nA=a, B=b1: 2..\nA=a, B=b2: 2..\n")
+    assert run(["table", "constraints", "satisfiable", str(f)]) == 1
+    assert "cannot hold together" in capsys.readouterr().out
+    assert run(["table", "constraints", "satisfiable", str(f), "--axioms"]) == 0
+    assert run(["table", "constraints", "satisfiable", str(f), "--exact"]) == 1
+    # unsatisfiable Sigma implies anything (exactly), not by the axioms
+    assert run(["table", "constraints", "implies", str(f), "A=a2: 5..5"]) == 0
+    assert run(["table", "constraints", "implies", str(f), "A=a2: 5..5", "--axioms"]) == 1
+    f.write_text("A=a: 0..5\nA=a, B=b1: 2..\nA=a, B=b2: 2..\nA=a: 4..\n")
+    out = tmp_path / "m.txt"
+    assert run(["table", "constraints", "minimize", str(f), "-o", str(out)]) == 0
+    assert "A=a: 4..inf" not in out.read_text() and out.read_text().count("\n") == 3
+    assert run(["table", "constraints", "minimize", str(f), "-o", str(out), "--axioms"]) == 0
+    assert out.read_text().count("\n") == 4
+    f.write_text("A=a: 0..3000000\n")
+    assert run(["table", "constraints", "implies", str(f), "A=a: 0..2000000", "--exact"]) == 1

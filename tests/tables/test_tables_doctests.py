@@ -5,7 +5,8 @@ import importlib
 
 import pytest
 
-MODULES = ["constraints", "reasoning", "validate", "anonymity", "baselines", "diverse"]
+MODULES = ["constraints", "reasoning", "validate", "anonymity", "baselines", "diverse", "data",
+           "textio", "exact", "hierarchy", "models", "metrics", "generalize", "risk"]
 
 
 @pytest.mark.parametrize("name", MODULES)

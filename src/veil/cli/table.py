@@ -20,6 +20,12 @@ BENCH_NAME = "tables"
 
 NAMES = typer.Option(None, "--names",
                      help="Column names for a CSV without a header row (comma-separated).")
+DELIMITER = typer.Option(None, "--delimiter",
+                         help="CSV field delimiter (one character; default ',', tab for .tsv).")
+SKIP_SPACE = typer.Option(
+    False, "--skip-initial-space",
+    help="Spaces right after a delimiter separate fields and are not part of the values "
+         "(UCI Adult writes '39, State-gov'); they are still copied to the output.")
 
 
 def _split(s: str | None) -> list[str] | None:
@@ -28,22 +34,63 @@ def _split(s: str | None) -> list[str] | None:
     return [p.strip() for p in s.split(",") if p.strip()]
 
 
-def _read(path: Path, names: str | None):
+def _read(path: Path, names: str | None, delimiter: str | None = None,
+          skip_initial_space: bool = False):
+    """The input as text (every output cell not changed is byte-for-byte the input's)."""
     from ..tables.data import read_table
 
     cols = _split(names)
-    return read_table(path, header=False if cols else None, names=cols)
+    return read_table(path, names=cols, delimiter=delimiter,
+                      skip_initial_space=skip_initial_space)
 
 
-def _write_both(table, out: Path, doc: dict, rep: Path) -> None:
-    """Write the table and its report atomically: both files or neither."""
-    from ..io import atomic_paths, write_json, write_table
-    from ..io.read import detect_format
+def _not_over_inputs(outputs: dict[str, Path], inputs: dict[str, Path]) -> None:
+    """No output may be one of the inputs (nor the same file under another name)."""
+    import os
 
-    fmt = detect_format(out)
-    with atomic_paths(out, rep) as (t_out, t_rep):
-        write_table(table, t_out, format=fmt)
-        write_json(doc, t_rep)
+    def same(a: Path, b: Path) -> bool:
+        try:
+            return a.exists() and b.exists() and os.path.samefile(a, b)
+        except OSError:
+            return False
+
+    for oname, o in outputs.items():
+        for iname, i in inputs.items():
+            if os.path.realpath(o) == os.path.realpath(i) or same(o, i):
+                raise ParameterError(f"{oname} {str(o)!r} is the {iname}; write the output to "
+                                     "another file")
+    seen: dict[str, str] = {}
+    for oname, o in outputs.items():
+        r = os.path.realpath(o)
+        if r in seen:
+            raise ParameterError(f"{oname} and {seen[r]} are the same file {str(o)!r}")
+        seen[r] = oname
+
+
+def _write_outputs(table, out: Path, public: dict, side: Path, private: dict | None = None,
+                   rep: Path | None = None) -> None:
+    """Write the table, its sidecar (and the private report): all of them or none."""
+    import json
+
+    from ..io import atomic_paths
+    from ..tables.data import TextTable, table_kind
+    from ..tables.textio import table_format
+
+    targets = [out, side] + ([rep] if rep is not None else [])
+    fmt = table_format(out)
+    with atomic_paths(*targets) as tmps:
+        if isinstance(table, TextTable):
+            table.dump(tmps[0], format=fmt)
+        else:  # pragma: no cover - the CLI always reads a TextTable
+            from ..io import write_table
+
+            write_table(table if table_kind(table) != "mapping" else dict(table), tmps[0],
+                        format=fmt)
+        tmps[1].write_text(json.dumps(public, indent=2, sort_keys=True) + "\n",
+                           encoding="utf-8")
+        if rep is not None:
+            tmps[2].write_text(json.dumps(private, indent=2, sort_keys=True) + "\n",
+                               encoding="utf-8")
 
 
 def _write_json_atomic(obj, path: Path) -> None:
@@ -52,62 +99,240 @@ def _write_json_atomic(obj, path: Path) -> None:
     write_json(obj, path)
 
 
+HIERARCHIES = typer.Option(
+    None, "--hierarchies",
+    help="Folder of ARX hierarchy files (COLUMN.csv or *_hierarchy_COLUMN.csv, ';'-separated, "
+         "one row per value, coarser levels to the right) for --method global/local/"
+         "mondrian-hierarchy. A QI without a file is kept or replaced by the marker.")
+HIERARCHY = typer.Option(None, "--hierarchy",
+                         help="COLUMN=FILE: the hierarchy of one QI (repeat; overrides the "
+                              "folder).")
+SENSITIVE = typer.Option(None, "--sensitive",
+                         help="Sensitive column for --l-diversity/--entropy-l/--t-closeness.")
+
+
+def _models(sensitive, l_div, entropy_l, t_close, ordered):
+    from ..tables.models import DistinctLDiversity, EntropyLDiversity, TCloseness
+
+    asked = [x is not None for x in (l_div, entropy_l, t_close)]
+    if any(asked) and sensitive is None:
+        raise ParameterError("--l-diversity, --entropy-l and --t-closeness need --sensitive "
+                             "COLUMN")
+    if sensitive is not None and not any(asked):
+        raise ParameterError("--sensitive needs --l-diversity, --entropy-l or --t-closeness")
+    if ordered and t_close is None:
+        raise ParameterError("--ordered-sensitive applies to --t-closeness only")
+    out = []
+    if l_div is not None:
+        out.append(DistinctLDiversity(sensitive, l_div))
+    if entropy_l is not None:
+        out.append(EntropyLDiversity(sensitive, entropy_l))
+    if t_close is not None:
+        out.append(TCloseness(sensitive, t_close, ordered=ordered))
+    return out
+
+
+def _hierarchies(folder, items, qi_cols):
+    from ..tables.hierarchy import Hierarchy, load_hierarchies, parse_hierarchy_option
+
+    out = {}
+    files = {}
+    if folder is not None:
+        out.update(load_hierarchies(folder, qi_cols))
+        files.update({c: Path(h.source) for c, h in out.items()})
+    for c, path in parse_hierarchy_option(items).items():
+        if c not in qi_cols:
+            raise ParameterError(f"--hierarchy {c}=...: {c!r} is not a quasi-identifier "
+                                 f"({', '.join(qi_cols)})")
+        out[c] = Hierarchy.from_csv(path, name=c)
+        files[c] = Path(path)
+    return out, files
+
+
 @app.command("anonymize")
 def anonymize_cmd(
-    input: Path = typer.Argument(..., help="Input table (CSV or Parquet)."),
+    input: Path = typer.Argument(..., help="Input table (CSV or Parquet), read as text."),
     k: int = typer.Option(..., "--k", "-k", help="Minimum class size on the QI tuple (>= 2)."),
     qi: str = typer.Option(..., "--qi", help="Quasi-identifier columns, comma-separated."),
     constraints: Optional[Path] = typer.Option(
         None, "--constraints", "-c", help="Constraint file (one 'attr=value[, ...]: lo..hi' "
                                           "per line)."),
-    method: str = typer.Option("diva", "--method", "-m",
-                               help="diva (honours constraints) or baseline (optimal cut, "
-                                    "ignores them); also sort-cut, mondrian."),
+    method: str = typer.Option(
+        "diva", "--method", "-m",
+        help="diva (suppression honouring constraints); baseline/optimal-cut, sort-cut, "
+             "mondrian (suppression, constraints only reported); global (full-domain "
+             "generalization, optimal lattice node), local (local recoding), "
+             "mondrian-hierarchy (Mondrian baseline on the hierarchies)."),
     output: Path = typer.Option(..., "--output", "-o",
-                                help="Anonymized table (.csv or .parquet), written atomically."),
-    report: Optional[Path] = typer.Option(None, "--report",
-                                          help="JSON report (default: OUTPUT.meta.json)."),
+                                help="Anonymized table (.csv or .parquet), written atomically "
+                                     "with its sidecar OUTPUT.meta.json (publishable)."),
+    report: Optional[Path] = typer.Option(
+        None, "--report", help="Also write the custodian's report here (JSON, NOT for "
+                               "publication: input risk, information loss, search statistics "
+                               "and runtimes depend on the input)."),
     strategy: str = typer.Option("min-choice", "--strategy",
                                  help="DIVA search order: min-choice, max-fanout, random."),
+    hierarchies: Optional[Path] = HIERARCHIES,
+    hierarchy: Optional[list[str]] = HIERARCHY,
+    max_suppression: float = typer.Option(
+        0.0, "--max-suppression",
+        help="global/local: largest share of rows that may be suppressed (all QIs '*')."),
+    metric: str = typer.Option("granularity", "--metric",
+                               help="global/local: loss to minimize, granularity or nue."),
+    search: str = typer.Option("flash", "--search",
+                               help="global: flash (exact, pruned) or exhaustive."),
+    sensitive: Optional[str] = SENSITIVE,
+    l_diversity: Optional[int] = typer.Option(
+        None, "--l-diversity", help="Distinct l-diversity of --sensitive in every class."),
+    entropy_l: Optional[float] = typer.Option(
+        None, "--entropy-l", help="Entropy l-diversity of --sensitive in every class."),
+    t_closeness: Optional[float] = typer.Option(
+        None, "--t-closeness", help="t-closeness of --sensitive (EMD to the table's "
+                                    "distribution) in every class."),
+    ordered_sensitive: bool = typer.Option(
+        False, "--ordered-sensitive", help="--t-closeness over ordered (numeric) values."),
+    risk_threshold: float = typer.Option(0.2, "--risk-threshold",
+                                         help="Highest acceptable risk of one record, for "
+                                              "'records at risk'."),
     marker: str = typer.Option("*", "--marker", help="Text written in suppressed cells."),
     names: Optional[str] = NAMES,
+    delimiter: Optional[str] = DELIMITER,
+    skip_initial_space: bool = SKIP_SPACE,
     seed: Optional[int] = SEED,
 ) -> None:
-    """k-anonymize a table by suppression, satisfying diversity constraints (DIVA).
+    """k-anonymize a table (suppression or generalization), meeting diversity constraints.
 
-    k-anonymity is not differential privacy: see docs/tables.md.
+    Cells are text: every published cell that is not suppressed or generalized is
+    byte-for-byte the input cell (quoting and line ends kept). k-anonymity is not
+    differential privacy: see docs/tables.md.
     """
+    from ..io import sidecar_path
     from ..tables import anonymize, load_constraints
+    from ..tables.diverse import METHODS
+    from ..tables.risk import reidentification_risk
     from ..validation import check_choice, check_int
     from .common import output_path
 
     check_int(k, "--k", minimum=2)
-    check_choice(method, "--method", ("diva", "baseline", "optimal-cut", "sort-cut", "mondrian"))
+    check_choice(method, "--method", METHODS)
+    generalizing = method in ("global", "local", "mondrian-hierarchy")
+    if not generalizing and (hierarchies is not None or hierarchy):
+        raise ParameterError(f"--hierarchies/--hierarchy apply to --method global, local or "
+                             f"mondrian-hierarchy, not {method}")
+    if max_suppression and method not in ("global", "local"):
+        raise ParameterError("--max-suppression applies to --method global or local")
     out = output_path(output)
-    from ..io import sidecar_path
-
-    rep = Path(report) if report is not None else sidecar_path(out)
-    if not rep.parent.exists():
+    side = sidecar_path(out)
+    rep = Path(report) if report is not None else None
+    if rep is not None and not rep.parent.exists():
         raise ParameterError(f"--report: folder {str(rep.parent)!r} does not exist")
-    table = _read(input, names)
     qi_cols = _split(qi) or []
+    hier, hfiles = _hierarchies(hierarchies, hierarchy, qi_cols)
+    models = _models(sensitive, l_diversity, entropy_l, t_closeness, ordered_sensitive)
+    outputs = {"--output": out, "the sidecar": side}
+    if rep is not None:
+        outputs["--report"] = rep
+    inputs = {"input table": Path(input)}
+    if constraints is not None:
+        inputs["constraint file"] = Path(constraints)
+    inputs.update({f"hierarchy of {c!r}": p for c, p in hfiles.items()})
+    _not_over_inputs(outputs, inputs)
+    table = _read(input, names, delimiter, skip_initial_space)
     cs = []
     if constraints is not None:
         cs = load_constraints(constraints, table=table, k=k)
-    kwargs = {"marker": marker}
+    kwargs = {"marker": marker, "models": models}
     if method == "diva":
         kwargs.update(strategy=strategy, seed=seed)
+    if generalizing:
+        kwargs.update(hierarchies=hier, metric=metric)
+    if method in ("global", "local"):
+        kwargs.update(max_suppression=max_suppression)
+    if method == "global":
+        kwargs.update(search=search)
     res = anonymize(table, k=k, qi=qi_cols, constraints=cs, method=method, **kwargs)
-    doc = res.report()
-    doc["input"] = str(input)
-    doc["output"] = str(out)
-    _write_both(res.table, out, doc, rep)
+    after = reidentification_risk(res.table, qi_cols, threshold=risk_threshold, marker=marker)
+    public = res.published()
+    public["risk"] = after
+    private = None
+    if rep is not None:
+        private = res.report()
+        private["risk"] = {"input": reidentification_risk(table, qi_cols,
+                                                          threshold=risk_threshold,
+                                                          marker=marker),
+                           "output": after}
+        if "utility" not in private["stats"]:
+            private["stats"]["utility"] = _suppression_utility(table, res, qi_cols)
+        private["input"] = str(input)
+        private["output"] = str(out)
+    _write_outputs(res.table, out, public, side, private, rep)
     m = res.metrics
+    what = (f"suppressed {m['suppressed_cells']} QI cells ({100 * m['suppressed_share']:.2f}%)"
+            if not generalizing else
+            f"generalized {m['generalized_cells']} QI cells, suppressed {m['suppressed_rows']} "
+            f"rows")
     typer.echo(f"{res.method}: {m['rows']} rows, {m['classes']} classes (min size "
-               f"{m['min_class_size']}), suppressed {m['suppressed_cells']} QI cells "
-               f"({100 * m['suppressed_share']:.2f}%), constraints satisfied "
-               f"{res.constraints_satisfied}/{len(res.constraints)}")
-    typer.echo(f"wrote {out} and {rep}")
+               f"{m['min_class_size']}), {what}, constraints satisfied "
+               f"{res.constraints_satisfied}/{len(res.constraints)}; prosecutor risk highest "
+               f"{after['prosecutor']['highest']:.4f}")
+    typer.echo(f"wrote {out} and {side.name}" + (f" (report: {rep})" if rep else ""))
+
+
+def _suppression_utility(table, res, qi_cols):
+    """Granularity and NUE per attribute of a suppression output (flat hierarchies)."""
+    from ..tables.data import as_columns, encode_qi
+    from ..tables.metrics import flat_hierarchies, utility_metrics
+
+    enc = encode_qi(as_columns(table), qi_cols)
+    return utility_metrics(enc.codes, flat_hierarchies(enc.values, enc.names),
+                           suppressed=res.suppressed, names=enc.names)
+
+
+@app.command("risk")
+def risk_cmd(
+    input: Path = typer.Argument(..., help="Table (CSV or Parquet), read as text."),
+    qi: str = typer.Option(..., "--qi", help="Quasi-identifier columns, comma-separated."),
+    population: Optional[Path] = typer.Option(
+        None, "--population", help="Population table with the same QI columns (same "
+                                   "representation) for journalist/marketer risk."),
+    sampling_fraction: Optional[float] = typer.Option(
+        None, "--sampling-fraction", help="Share of the population in the table, for the "
+                                          "population-uniqueness estimate (Zayatz)."),
+    threshold: float = typer.Option(0.2, "--threshold",
+                                    help="Highest acceptable risk of one record."),
+    marker: str = typer.Option("*", "--marker",
+                               help="Rows with this in every QI cell are suppressed."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o",
+                                          help="Also write the figures as JSON (atomically)."),
+    names: Optional[str] = NAMES,
+    delimiter: Optional[str] = DELIMITER,
+    skip_initial_space: bool = SKIP_SPACE,
+) -> None:
+    """Re-identification risk: prosecutor, journalist, marketer (ARX's definitions), uniqueness.
+
+    Computed from the QI text of the rows; on an input table the figures describe private
+    data (do not publish them next to an anonymized release).
+    """
+    from ..tables.risk import format_risk, reidentification_risk
+
+    if output is not None:
+        from .common import output_path
+
+        out = output_path(output)
+        inputs = {"input table": Path(input)}
+        if population is not None:
+            inputs["population table"] = Path(population)
+        _not_over_inputs({"--output": out}, inputs)
+    tbl = _read(input, names, delimiter, skip_initial_space)
+    pop = _read(population, names, delimiter, skip_initial_space) if population else None
+    r = reidentification_risk(tbl, _split(qi) or [], population=pop,
+                              sampling_fraction=sampling_fraction, threshold=threshold,
+                              marker=marker)
+    typer.echo(format_risk(r, f"re-identification risk of {input} on "
+                              f"{', '.join(_split(qi) or [])}"))
+    if output is not None:
+        _write_json_atomic(r, out)
+        typer.echo(f"wrote {out}")
 
 
 def _load(path: Path, table_path: Optional[Path], names: Optional[str], k: Optional[int]):
@@ -122,17 +347,34 @@ def check_cmd(
     constraints: Path = typer.Argument(..., help="Constraint file."),
     table: Path = typer.Option(..., "--table", "-t", help="Table to validate (CSV or Parquet)."),
     names: Optional[str] = NAMES,
+    delimiter: Optional[str] = DELIMITER,
+    skip_initial_space: bool = SKIP_SPACE,
     show_sql: bool = typer.Option(False, "--show-sql", help="Print the generated SQL query."),
 ) -> None:
     """Validate a table against the constraints (one generated DuckDB query).
 
     Exit status 0 when every constraint holds, 1 otherwise.
     """
-    from ..tables import check_constraints, validation_sql
+    from ..tables import check_constraints, load_constraints, validation_sql
+    from ..tables.data import as_columns, cell_text
 
-    cs, tbl = _load(constraints, table, names, None)
+    tbl = _read(table, names, delimiter, skip_initial_space)
+    cols = as_columns(tbl)
+    # attributes must be columns; a value that does not occur simply has count 0 (after
+    # suppression removed every 'X', 'sex=X: 0..0' holds and 'sex=X: 5..' fails, exit 1)
+    cs = load_constraints(constraints, columns=list(cols))
+    present: dict[str, set] = {}
+    for c in cs:
+        for a, v in c.target:
+            if a not in present:
+                present[a] = set(cell_text(cols[a], name=a, missing="skip").tolist())
+            if v not in present[a]:
+                typer.echo(f"note: {c.to_text()!r}: value {v!r} does not occur in column "
+                           f"{a!r} (count 0)", err=True)
     if show_sql:
-        typer.echo(validation_sql(cs) + ";")
+        from ..tables.validate import sql_columns
+
+        typer.echo(validation_sql(cs, columns=sql_columns(cs)) + ";")
     status = check_constraints(tbl, cs)
     for s in status:
         typer.echo(f"{'ok  ' if s.satisfied else 'FAIL'}  {s.constraint.to_text():<50} "
@@ -143,41 +385,61 @@ def check_cmd(
         raise SystemExit(1)  # typer.Exit is swallowed by main() in standalone_mode=False
 
 
+EXACT = typer.Option(
+    False, "--exact",
+    help="Decide by integer programming (HiGHS) over the compressed cells of the targets, "
+         "exact for any bounds up to 2**40. Default: exact when a target has several "
+         "attributes, else the axioms (complete there).")
+AXIOMS = typer.Option(
+    False, "--axioms",
+    help="Use the four axioms only (linear time, sound, complete only for single-attribute "
+         "targets).")
+
+
+def _method(exact: bool, axioms: bool = False) -> str:
+    if exact and axioms:
+        raise ParameterError("--exact and --axioms exclude each other")
+    return "exact" if exact else ("axioms" if axioms else "auto")
+
+
 @constraints_app.command("implies")
 def implies_cmd(
     constraints: Path = typer.Argument(..., help="Constraint file (Sigma)."),
     sigma: str = typer.Argument(..., help="One constraint, e.g. 'sex=Female: 0..100'."),
-    exact: bool = typer.Option(False, "--exact",
-                               help="Exact test by integer programming (small sets) instead "
-                                    "of the axioms."),
+    exact: bool = EXACT,
+    axioms: bool = AXIOMS,
 ) -> None:
     """Does Sigma imply sigma? Prints the implied range; exit 0 if implied, 1 if not."""
-    from ..tables import implied_range, implies, implies_exact, parse_constraints
+    from ..tables import implied_range, implies, parse_constraints
+    from ..tables.reasoning import _method as resolve
 
     cs, _ = _load(constraints, None, None, None)
     parsed = parse_constraints(sigma, source="argument")
     if len(parsed) != 1:
         raise ParameterError(f"expected exactly one constraint, got {len(parsed)}")
     s = parsed[0]
+    how = resolve(_method(exact, axioms), cs + [s])
     lo, hi = implied_range(cs, s)
-    ok = implies_exact(cs, s) if exact else implies(cs, s)
+    ok = implies(cs, s, method=how)
     tgt = s.to_text().rsplit(":", 1)[0]
     typer.echo(f"axioms give {tgt} in [{lo}, {'inf' if hi == float('inf') else int(hi)}]")
-    typer.echo(f"{'implied' if ok else 'not implied'}: {s.to_text()}"
-               + (" (exact)" if exact else ""))
+    typer.echo(f"{'implied' if ok else 'not implied'}: {s.to_text()} ({how})")
     if not ok:
         raise SystemExit(1)  # typer.Exit is swallowed by main() in standalone_mode=False
 
 
 @constraints_app.command("satisfiable")
-def satisfiable_cmd(constraints: Path = typer.Argument(..., help="Constraint file.")) -> None:
+def satisfiable_cmd(constraints: Path = typer.Argument(..., help="Constraint file."),
+                    exact: bool = EXACT, axioms: bool = AXIOMS) -> None:
     """Is there a relation satisfying every constraint? Exit 0 if yes, 1 if not."""
     from ..tables import satisfiability
+    from ..tables.reasoning import _method as resolve
 
     cs, _ = _load(constraints, None, None, None)
-    sat = satisfiability(cs)
+    how = resolve(_method(exact, axioms), cs)
+    sat = satisfiability(cs, method=how)
     if sat:
-        typer.echo(f"satisfiable ({len(cs)} constraints)")
+        typer.echo(f"satisfiable ({len(cs)} constraints; {how})")
         return
     typer.echo(f"unsatisfiable: {sat.reason}")
     raise SystemExit(1)  # typer.Exit is swallowed by main() in standalone_mode=False
@@ -188,12 +450,14 @@ def minimize_cmd(
     constraints: Path = typer.Argument(..., help="Constraint file."),
     output: Optional[Path] = typer.Option(None, "--output", "-o",
                                           help="Write the minimal cover here (atomically)."),
+    exact: bool = EXACT,
+    axioms: bool = AXIOMS,
 ) -> None:
     """Remove constraints implied by the others (minimal cover)."""
     from ..tables import format_constraints, redundant_constraints
 
     cs, _ = _load(constraints, None, None, None)
-    red = redundant_constraints(cs)
+    red = redundant_constraints(cs, method=_method(exact, axioms))
     keep = list(cs)
     for c, used in red:
         keep.remove(c)

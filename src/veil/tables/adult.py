@@ -6,12 +6,15 @@ from pathlib import Path
 
 from ..io import sql
 
-__all__ = ["ADULT_COLUMNS", "ADULT_QI", "load_adult"]
+__all__ = ["ADULT_COLUMNS", "ADULT_QI", "ADULT_QI8", "load_adult"]
 
 ADULT_COLUMNS = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
                  "occupation", "relationship", "race", "sex", "capital-gain", "capital-loss",
                  "hours-per-week", "native-country", "income"]
 ADULT_QI = ["age", "education", "marital-status", "occupation", "race", "sex", "native-country"]
+#: The 8 quasi-identifiers of the ARX examples (with workclass), used for generalization.
+ADULT_QI8 = ["age", "workclass", "education", "marital-status", "occupation", "race", "sex",
+             "native-country"]
 
 
 def load_adult(path: str | Path | None = None):

@@ -13,9 +13,14 @@ list dash ``- `` is allowed)::
     occupation="Craft-repair": 10..        # no upper bound (also 10..inf)
     native-country='Holand-Netherlands': 0..0
 
-Values with commas, colons, ``=`` or surrounding spaces are quoted with
-``"`` or ``'``. Ranges are non-negative integers ``lo..hi``; ``lo..``,
-``lo..inf`` and ``lo..*`` leave the upper end open.
+Values with commas, colons, ``=``, ``#``, quotes or surrounding spaces are
+quoted. Inside double quotes a backslash starts an escape: ``\\\\`` (a
+backslash), ``\\"`` (a double quote), ``\\n``, ``\\r``, ``\\t`` and
+``\\uXXXX``; single-quoted values are literal and take no escapes. So every
+string round-trips through :func:`format_constraints`, including one with
+both quote characters or a newline (``v="say \\"hi\\"\\nit's"``). Ranges are
+non-negative integers ``lo..hi``; ``lo..``, ``lo..inf`` and ``lo..*`` leave
+the upper end open.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
 
 from ..errors import ParameterError
 
@@ -142,21 +149,26 @@ class DiversityConstraint:
 
 
 def _as_bound(v: Any, name: str, *, allow_inf: bool = False) -> float:
+    """A frequency bound as an exact Python int (or ``inf`` for an open upper end)."""
     if isinstance(v, bool):
         raise ConstraintSyntaxError(f"{name} must be an integer, got {v!r}")
-    if isinstance(v, float) and math.isinf(v) and v > 0 and allow_inf:
-        return INF
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        raise ConstraintSyntaxError(f"{name} must be an integer, got {v!r}") from None
-    if math.isnan(f) or not f.is_integer():
-        if allow_inf and math.isinf(f) and f > 0:
+    if isinstance(v, (int, np.integer)):
+        i = int(v)
+    elif isinstance(v, str) and v.strip().isdigit():
+        i = int(v.strip())
+    else:
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            raise ConstraintSyntaxError(f"{name} must be an integer, got {v!r}") from None
+        if math.isinf(f) and f > 0 and allow_inf:
             return INF
-        raise ConstraintSyntaxError(f"{name} must be an integer, got {v!r}")
-    if f < 0:
-        raise ConstraintSyntaxError(f"{name} must be >= 0, got {int(f)}")
-    return int(f)
+        if math.isnan(f) or math.isinf(f) or not f.is_integer():
+            raise ConstraintSyntaxError(f"{name} must be an integer, got {v!r}")
+        i = int(f)
+    if i < 0:
+        raise ConstraintSyntaxError(f"{name} must be >= 0, got {i}")
+    return i
 
 
 def _fmt_bound(v: float) -> str:
@@ -164,14 +176,27 @@ def _fmt_bound(v: float) -> str:
 
 
 _PLAIN = re.compile(r"^[^\s,:=\"'#][^,:=\"'#]*$")
+# characters a plain (unquoted) value may not contain: they would end it, or break the line
+_NEEDS_ESCAPE = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029\\\"]")
+_ESCAPES = {"\\": "\\", '"': '"', "'": "'", "n": "\n", "r": "\r", "t": "\t"}
+_ESCAPE_OUT = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(v: str) -> str:
+    return _NEEDS_ESCAPE.sub(lambda m: _ESCAPE_OUT.get(m.group(0), f"\\u{ord(m.group(0)):04x}"),
+                             v)
 
 
 def _fmt_value(v: str) -> str:
-    if _PLAIN.match(v) and v == v.strip():
+    """A value (or attribute name) in the text syntax: plain if it is safe, else quoted.
+
+    Quoted values use double quotes with backslash escapes (``\\\\``, ``\\"``, ``\\n``,
+    ``\\r``, ``\\t``, ``\\uXXXX``), so any string round-trips, including one with both
+    quote characters or a newline.
+    """
+    if v and _PLAIN.match(v) and v == v.strip() and not _NEEDS_ESCAPE.search(v.replace("\\", "")):
         return v
-    if '"' not in v:
-        return f'"{v}"'
-    return f"'{v}'"
+    return '"' + _escape(v) + '"'
 
 
 def _fmt_target(target: tuple[tuple[str, str], ...]) -> str:
@@ -181,84 +206,134 @@ def _fmt_target(target: tuple[tuple[str, str], ...]) -> str:
 # --------------------------------------------------------------------------- parsing
 
 _RANGE = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+|inf|\*|)\s*$")
+_SPECIAL = "=,:#"
 
 
-def _split_outside_quotes(text: str, sep: str) -> list[str]:
-    parts, cur, quote = [], [], None
-    for ch in text:
-        if quote:
-            if ch == quote:
-                quote = None
+def _read_quoted(line: str, i: int) -> tuple[str, int]:
+    """The quoted string starting at ``line[i]`` and the index after its closing quote.
+
+    Double quotes take backslash escapes; single quotes are literal (no escapes).
+    """
+    q = line[i]
+    out: list[str] = []
+    j = i + 1
+    while j < len(line):
+        ch = line[j]
+        if ch == q:
+            return "".join(out), j + 1
+        if ch == "\\" and q == '"':
+            if j + 1 >= len(line):
+                break
+            e = line[j + 1]
+            if e in _ESCAPES:
+                out.append(_ESCAPES[e])
+                j += 2
+                continue
+            width = {"u": 4, "U": 8}.get(e)
+            digits = line[j + 2:j + 2 + width] if width else ""
+            if width and len(digits) == width and all(c in "0123456789abcdefABCDEF"
+                                                      for c in digits):
+                try:
+                    out.append(chr(int(digits, 16)))
+                except ValueError:
+                    raise ValueError(f"escape \\{e}{digits} is not a character") from None
+                j += 2 + width
+                continue
+            raise ValueError(f"unknown escape \\{e} in a double-quoted value (use \\\\ for a "
+                             "backslash, \\\" for a quote, \\n for a newline, \\uXXXX; "
+                             "single-quoted values take no escapes)")
+        out.append(ch)
+        j += 1
+    raise ValueError(f"unclosed quote {q} in {line[i:].strip()!r}")
+
+
+def _tokenize(line: str) -> list[tuple[str, str]]:
+    """Tokens of one line: ('str', quoted text), ('plain', text) or (sep, sep) for = , :.
+
+    Stops at a ``#`` outside quotes (a comment).
+    """
+    toks: list[tuple[str, str]] = []
+    i, n = 0, len(line)
+    while i < n:
+        ch = line[i]
+        if ch.isspace():
+            i += 1
+        elif ch == "#":
+            break
+        elif ch in "=,:":
+            toks.append((ch, ch))
+            i += 1
         elif ch in "\"'":
-            quote = ch
-        elif ch == sep:
-            parts.append("".join(cur))
-            cur = []
-            continue
-        cur.append(ch)
-    if quote:
-        raise ValueError("unclosed quote")
-    parts.append("".join(cur))
-    return parts
+            text, i = _read_quoted(line, i)
+            toks.append(("str", text))
+            j = i
+            while j < n and line[j].isspace():
+                j += 1
+            if j < n and line[j] not in _SPECIAL:
+                raise ValueError(f"unexpected text {line[j:].strip()!r} after the closing quote")
+        else:
+            j = i
+            while j < n and line[j] not in _SPECIAL:
+                j += 1
+            run = line[i:j].strip()
+            if any(q in run for q in "\"'"):
+                raise ValueError(f"stray quote in {run!r}: quote the whole value, e.g. "
+                                 f"\"{_escape(run)}\"")
+            toks.append(("plain", run))
+            i = j
+    return toks
 
 
-def _unquote(tok: str) -> str:
-    t = tok.strip()
-    if len(t) >= 2 and t[0] == t[-1] and t[0] in "\"'":
-        return t[1:-1]
-    if any(q in t for q in "\"'"):
-        raise ValueError(f"stray quote in {t!r}")
-    return t
-
-
-def _split_target(text: str, line: int, source: str | None) -> list[tuple[str, str]]:
-    """Split ``a=v, b="w, x"`` into pairs, honouring quotes."""
-    try:
-        items = _split_outside_quotes(text, ",")
-        pairs = []
-        for item in items:
-            if not item.strip():
-                raise ValueError(f"empty item in target {text.strip()!r} (stray ',')")
-            kv = _split_outside_quotes(item, "=")
-            if len(kv) != 2:
-                raise ValueError(f"expected attribute=value, got {item.strip()!r}")
-            attr, value = _unquote(kv[0]), _unquote(kv[1])
-            if not attr:
-                raise ValueError(f"missing attribute name in {item.strip()!r}")
-            if value == "":
-                raise ValueError(f"empty value for attribute {attr!r}")
-            pairs.append((attr, value))
-    except ValueError as exc:
-        raise ConstraintSyntaxError(str(exc), line=line, source=source) from None
+def _split_target(toks: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``a=v, b="w, x"`` (as tokens) into (attribute, value) pairs."""
+    items: list[list[tuple[str, str]]] = [[]]
+    for t in toks:
+        if t[0] == ",":
+            items.append([])
+        else:
+            items[-1].append(t)
+    shown = " ".join(t[1] for t in toks)
+    pairs = []
+    for item in items:
+        text = "".join(t[1] if t[0] != "str" else '"' + _escape(t[1]) + '"' for t in item)
+        if not item:
+            raise ValueError(f"empty item in target {shown!r} (stray ',')")
+        if any(t[0] == ":" for t in item):
+            raise ValueError(f"':' inside {text!r}: quote a value that contains ':'")
+        eq = [i for i, t in enumerate(item) if t[0] == "="]
+        if len(eq) != 1:
+            raise ValueError(f"expected attribute=value, got {text!r}"
+                             + (" (quote a value that contains '=')" if len(eq) > 1 else ""))
+        left, right = item[:eq[0]], item[eq[0] + 1:]
+        if len(left) > 1 or len(right) > 1:
+            raise ValueError(f"expected attribute=value, got {text!r}")
+        if not left or (left[0][0] == "plain" and not left[0][1]):
+            raise ValueError(f"missing attribute name in {text!r}")
+        if not right or (right[0][0] == "plain" and not right[0][1]):
+            raise ValueError(f"empty value for attribute {left[0][1]!r}")
+        pairs.append((left[0][1], right[0][1]))
     return pairs
 
 
-def _split_colon(body: str) -> int:
-    """Index of the ':' separating target and range (outside quotes), or -1."""
-    quote = None
-    last = -1
-    for i, ch in enumerate(body):
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "\"'":
-            quote = ch
-        elif ch == ":":
-            last = i
-    return last
-
-
-def _strip_comment(raw: str) -> str:
-    quote = None
-    for i, ch in enumerate(raw):
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "\"'":
-            quote = ch
-        elif ch == "#":
-            return raw[:i]
-    return raw
+def _parse_line(line: str) -> tuple[list[tuple[str, str]], str] | None:
+    """(target pairs, range text) of one line, or None for a blank/comment line."""
+    toks = _tokenize(line)
+    if toks and toks[0] == ("plain", "-") or (toks and toks[0][0] == "plain"
+                                              and toks[0][1].startswith("- ")):
+        first = toks[0][1][1:].strip()
+        toks = ([("plain", first)] if first else []) + toks[1:]
+    if not toks:
+        return None
+    cut = max((i for i, t in enumerate(toks) if t[0] == ":"), default=-1)
+    shown = line.strip()
+    if cut < 0:
+        raise ValueError(f"expected 'attribute=value[, ...]: lo..hi', got {shown!r} "
+                         "(missing ':')")
+    rng = toks[cut + 1:]
+    if len(rng) > 1 or (rng and rng[0][0] != "plain"):
+        raise ValueError(f"bad frequency range in {shown!r}: write lo..hi with integers "
+                         "lo <= hi (e.g. 5..20, or 5.. for no upper bound)")
+    return _split_target(toks[:cut]), (rng[0][1] if rng else "")
 
 
 def parse_constraints(text: str, *, table: Any = None, columns: Sequence[str] | None = None,
@@ -308,18 +383,14 @@ def parse_constraints(text: str, *, table: Any = None, columns: Sequence[str] | 
         domains = cols
     out: list[DiversityConstraint] = []
     value_cache: dict[str, set[str]] = {}
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        line = _strip_comment(raw).strip()
-        if line.startswith("- "):
-            line = line[2:].strip()
-        if not line:
+    for lineno, raw in enumerate(text.split("\n"), start=1):
+        try:
+            parsed = _parse_line(raw.removesuffix("\r"))
+        except ValueError as exc:
+            raise ConstraintSyntaxError(str(exc), line=lineno, source=source) from None
+        if parsed is None:
             continue
-        cut = _split_colon(line)
-        if cut < 0:
-            raise ConstraintSyntaxError(
-                f"expected 'attribute=value[, ...]: lo..hi', got {line!r} (missing ':')",
-                line=lineno, source=source)
-        head, rng = line[:cut], line[cut + 1:]
+        pairs, rng = parsed
         m = _RANGE.match(rng)
         if not m:
             raise ConstraintSyntaxError(
@@ -330,7 +401,6 @@ def parse_constraints(text: str, *, table: Any = None, columns: Sequence[str] | 
         if lo > hi:
             raise ConstraintSyntaxError(f"empty frequency range: lo = {lo} > hi = {hi}",
                                         line=lineno, source=source)
-        pairs = _split_target(head, lineno, source)
         seen = set()
         for attr, value in pairs:
             if attr in seen:
@@ -345,12 +415,17 @@ def parse_constraints(text: str, *, table: Any = None, columns: Sequence[str] | 
                     line=lineno, source=source)
             if domains is not None:
                 if attr not in value_cache:
-                    from .data import column_strings
+                    from .data import cell_text
 
-                    value_cache[attr] = set(column_strings(domains[attr]).tolist())
+                    value_cache[attr] = set(cell_text(domains[attr], name=attr,
+                                                      missing="skip").tolist())
                 if value not in value_cache[attr]:
                     hint = difflib.get_close_matches(value, sorted(value_cache[attr]), n=1)
                     extra = f"; did you mean {hint[0]!r}?" if hint else ""
+                    if " " + value in value_cache[attr]:
+                        extra = (f"; the column has {' ' + value!r}: if the file writes a space "
+                                 "after each delimiter, read it with --skip-initial-space "
+                                 "(skip_initial_space=True)")
                     raise ConstraintSyntaxError(
                         f"value {value!r} does not occur in column {attr!r}{extra}",
                         line=lineno, source=source)

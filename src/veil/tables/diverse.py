@@ -54,7 +54,8 @@ from .baselines import _lexsort, column_orders, optimal_cut_clusters, optimal_cu
 from .constraints import DiversityConstraint, check_constraints_against, parse_constraints
 from .reasoning import redundant_constraints, satisfiability
 
-__all__ = ["diva", "anonymize", "merge_clusterings", "STRATEGIES", "DivaInfeasibleError"]
+__all__ = ["diva", "anonymize", "merge_clusterings", "STRATEGIES", "METHODS",
+           "DivaInfeasibleError"]
 
 STRATEGIES = ("min-choice", "max-fanout", "random")
 
@@ -137,6 +138,155 @@ def _counts_of(urows: np.ndarray, labels: np.ndarray, masks: np.ndarray) -> np.n
     return out
 
 
+def _inside(urows: np.ndarray, labels: np.ndarray, masks: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Cluster sizes and ``inside[j, c]``: cluster c lies entirely in constraint j's target."""
+    nl = int(labels.max()) + 1 if labels.size else 0
+    size = np.bincount(labels, minlength=nl)
+    inside = np.empty((masks.shape[0], nl), dtype=bool)
+    for j in range(masks.shape[0]):
+        inside[j] = np.bincount(labels, weights=masks[j, urows], minlength=nl) == size
+    return size, inside
+
+
+def _subset_with_sum(sizes: np.ndarray, lo: int, hi: int) -> np.ndarray | None:
+    """Indices of a subset of ``sizes`` with the smallest sum in ``[lo, hi]``, or None.
+
+    Bounded knapsack reachability over the distinct sizes (multiplicities split
+    in powers of two), then a backtrack. O(items * hi) with few items: cluster
+    sizes take few distinct values.
+
+    Examples
+    --------
+    >>> _subset_with_sum(np.array([3, 2, 2]), 4, 4).tolist()
+    [1, 2]
+    >>> _subset_with_sum(np.array([3, 3]), 4, 5) is None
+    True
+    """
+    if lo > hi or hi < 0:
+        return None
+    if lo <= 0:
+        return np.empty(0, dtype=np.int64)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    single = np.flatnonzero((sizes >= lo) & (sizes <= hi))
+    if single.size:
+        return single[[int(np.argmin(sizes[single]))]]
+    fit = sizes[sizes <= hi]
+    if fit.sum() < lo:
+        return None
+    vals, mult = np.unique(fit, return_counts=True)
+    items = []  # (size, how many clusters of that size)
+    for v, mlt in zip(vals.tolist(), mult.tolist()):
+        b = 1
+        while mlt > 0:
+            t = min(b, mlt)
+            items.append((v, t))
+            mlt -= t
+            b *= 2
+    reach = np.zeros(hi + 1, dtype=bool)
+    reach[0] = True
+    history = []
+    for v, t in items:
+        history.append(reach)
+        w = v * t
+        nxt = reach.copy()
+        if w <= hi:
+            nxt[w:] |= reach[:hi + 1 - w]
+        reach = nxt
+    ok = np.flatnonzero(reach[lo:]) + lo
+    if not ok.size:
+        return None
+    target = int(ok[0])
+    use: dict[int, int] = {}
+    for (v, t), before in zip(reversed(items), reversed(history)):
+        if not before[target]:
+            use[v] = use.get(v, 0) + t
+            target -= v * t
+    out = []
+    for v, cnt in use.items():
+        out.extend(np.flatnonzero(sizes == v)[:cnt].tolist())
+    return np.array(sorted(out), dtype=np.int64)
+
+
+def _hide_plan(urows: np.ndarray, labels: np.ndarray, masks: np.ndarray, lo: np.ndarray,
+               hi: np.ndarray, cattrs: Sequence[Sequence[int]], amask: np.ndarray,
+               check: Sequence[int] | None = None):
+    """Counts after hiding, to bring every count down to its upper bound; None if it cannot.
+
+    A cluster inside a target counts for it; when a count exceeds ``hi``, some
+    such clusters *hide* one attribute of the target (suppress it although it is
+    constant in the cluster): the cluster stays a class of >= k rows and stops
+    counting for every constraint on that attribute. A hide is allowed only if
+    every constraint in ``check`` (default: all) keeps at least ``lo``. Greedy:
+    the smallest cluster that covers the remaining excess, else the largest.
+
+    ``amask[a, j]`` says whether attribute a is in constraint j's target.
+
+    Returns
+    -------
+    (counts, hidden) or None
+        ``hidden`` maps a cluster label to the attribute columns it hides.
+    """
+    m = masks.shape[0]
+    if urows.size == 0 or m == 0:
+        return np.zeros(m, dtype=np.int64), {}
+    size, counted = _inside(urows, labels, masks)
+    cnt = (counted * size[None, :]).sum(axis=1).astype(np.int64)
+    hidden: dict[int, set[int]] = {}
+    if np.all(cnt <= hi):
+        return cnt, hidden
+    need = np.zeros(m, dtype=np.int64)
+    chk = np.arange(m) if check is None else np.asarray(list(check), dtype=np.int64)
+    need[chk] = lo[chk]
+
+    def hide(c: int, a: int) -> None:
+        hidden.setdefault(c, set()).add(int(a))
+        hit = amask[a] & counted[:, c]
+        cnt[hit] -= size[c]
+        counted[hit, c] = False
+
+    for _ in range(int(counted.sum()) + 1):
+        over = np.flatnonzero(cnt > hi)
+        if not over.size:
+            return cnt, hidden
+        j = int(over[np.argmax((cnt - hi)[over])])
+        excess = int(cnt[j] - hi[j])
+        room = int(cnt[j] - need[j])
+        done = False
+        for a in cattrs[j]:  # 1. a set of clusters whose hiding touches no other lower bound
+            aff = amask[a].copy()
+            aff[j] = False
+            clean = counted[j] & ~(aff[:, None] & counted & (need[:, None] > 0)).any(axis=0)
+            cand = np.flatnonzero(clean)
+            pick = _subset_with_sum(size[cand], excess, room)
+            if pick is not None:
+                for c in cand[pick]:
+                    hide(int(c), a)
+                done = True
+                break
+        if done:
+            continue
+        best = None
+        for a in cattrs[j]:  # 2. one cluster at a time, keeping every lower bound
+            aff = amask[a]
+            ok = counted[j].copy()
+            low = aff[:, None] & counted & ((cnt[:, None] - size[None, :]) < need[:, None])
+            ok &= ~low.any(axis=0)
+            cand = np.flatnonzero(ok)
+            if not cand.size:
+                continue
+            sz = size[cand]
+            cover = cand[sz >= excess]
+            c = int(cover[np.argmin(size[cover])]) if cover.size else int(cand[np.argmax(sz)])
+            key = (0 if size[c] >= excess else 1, size[c] if size[c] >= excess else -size[c])
+            if best is None or key < best[0]:
+                best = (key, c, a)
+        if best is None:
+            return None
+        hide(best[1], best[2])
+    return None  # pragma: no cover - each step removes a counted (constraint, cluster) pair
+
+
 # --------------------------------------------------------------------------- candidates
 
 def _segments(rows: np.ndarray, codes: np.ndarray, k: int, order: Sequence[int]
@@ -186,10 +336,14 @@ def _pick(segs: list[tuple[np.ndarray, float]], lo: int, hi: float, k: int
 
 def _candidates(j: int, masks: np.ndarray, lo: np.ndarray, hi: np.ndarray, nbrs: list[int],
                 codes: np.ndarray, k: int, order: Sequence[int], max_candidates: int,
-                rng: np.random.Generator) -> list[Clustering]:
+                rng: np.random.Generator, sub_attr: np.ndarray | None = None
+                ) -> list[Clustering]:
     T = np.flatnonzero(masks[j])
-    # clusters pure in I_j lie inside every target containing I_j: respect those upper bounds
+    # clusters pure in I_j lie inside every target containing I_j: respect the upper bounds
+    # of those that hiding cannot lower without hiding j too (attributes within j's)
     sup = ~np.any(masks[j][None, :] & ~masks, axis=1)
+    if sub_attr is not None:
+        sup &= sub_attr[j]
     hi = hi.copy()
     hi[j] = hi[sup].min()
     nb_any = masks[nbrs].any(axis=0) if nbrs else np.zeros(masks.shape[1], dtype=bool)
@@ -249,8 +403,10 @@ def _candidates(j: int, masks: np.ndarray, lo: np.ndarray, hi: np.ndarray, nbrs:
 
 class _Search:
     def __init__(self, masks, lo, hi, verts, nbrs, cands, strategy, rng, max_steps, n,
-                 codes=None, k=2, order=(), dynamic=True):
+                 codes=None, k=2, order=(), dynamic=True, cattrs=None, amask=None,
+                 sub_attr=None):
         self.codes, self.k, self.order, self.dynamic = codes, k, order, dynamic
+        self.cattrs, self.amask, self.sub_attr = cattrs, amask, sub_attr
         self.dynamic_made = 0
         tot = masks.sum(axis=1)
         self.slack = {v: (tot[v] - lo[v]) / max(tot[v], 1) for v in verts}
@@ -267,15 +423,15 @@ class _Search:
     def _ok(self, parts_idx: list[tuple[int, int]], check: Sequence[int]) -> bool:
         parts = [(self.cands[v][c].rows, self.cands[v][c].cid) for v, c in parts_idx]
         urows, lab = merge_clusterings(parts, self.n)
-        cnt = _counts_of(urows, lab, self.masks)
         self.checks += 1
         assigned = {v for v, _ in parts_idx}
-        for j in range(len(cnt)):
-            if cnt[j] > self.hi[j]:
-                return False
-            if j in assigned and j in check and cnt[j] < self.lo[j]:
-                return False
-        return True
+        chk = [j for j in check if j in assigned]
+        plan = _hide_plan(urows, lab, self.masks, self.lo, self.hi, self.cattrs, self.amask,
+                          check=chk)
+        if plan is None:  # some count stays above its upper bound
+            return False
+        cnt = plan[0]
+        return all(cnt[j] >= self.lo[j] for j in chk)
 
     def pair_ok(self, u: int, cu: int, v: int, cv: int) -> bool:
         key = (u, cu, v, cv) if u < v else (v, cv, u, cu)
@@ -342,7 +498,7 @@ class _Search:
         if cnt[v] > self.hi[v]:
             return None
         need = int(self.lo[v] - cnt[v])
-        sup = ~np.any(self.masks[v][None, :] & ~self.masks, axis=1)
+        sup = ~np.any(self.masks[v][None, :] & ~self.masks, axis=1) & self.sub_attr[v]
         room = float((self.hi - cnt)[sup].min())
         if need <= 0:
             return Clustering(np.empty(0, np.int64), np.empty(0, np.int64), 0, "complete")
@@ -397,10 +553,9 @@ class _Search:
                 slack = slack + ins_d * len(d) - ins_m * len(m)
                 final[i] = m
                 break
-            else:
-                return None
-        if (slack < 0).any():
-            return None
+            else:  # keep it: hiding an attribute in some cluster may still fit the bound
+                final.append(c)
+                slack = slack - inside * len(c)
         chosen = final
         rows = np.concatenate(chosen)
         cid = np.concatenate([np.full(len(c), i) for i, c in enumerate(chosen)])
@@ -468,7 +623,8 @@ class _Search:
 def diva(table: Any, *, k: int, qi: Sequence[str] | str,
          constraints: Sequence[DiversityConstraint] | str, strategy: str = "min-choice",
          max_candidates: int = 6, max_steps: int = 2000, rng: Any = None,
-         seed: int | None = None, marker: str = "*", dynamic: bool = True) -> Anonymization:
+         seed: int | None = None, marker: str = "*", dynamic: bool = True,
+         models: Sequence[Any] = ()) -> Anonymization:
     """(k, Sigma)-anonymize ``table`` by suppression with DIVA.
 
     Parameters
@@ -497,6 +653,10 @@ def diva(table: Any, *, k: int, qi: Sequence[str] | str,
         Also try, first at each vertex, a colour built for the current partial
         assignment from rows no chosen cluster uses (see ``_Search._complete``);
         ``False`` restricts the search to the precomputed colours, as in the paper.
+    models : sequence of PrivacyModel
+        l-diversity / t-closeness on a sensitive attribute (:mod:`veil.tables.models`):
+        classes failing them are merged with their cheapest neighbours at the end,
+        keeping every constraint's lower bound.
 
     Returns
     -------
@@ -526,6 +686,9 @@ def diva(table: Any, *, k: int, qi: Sequence[str] | str,
     max_candidates = check_int(max_candidates, "max_candidates", minimum=1)
     max_steps = check_int(max_steps, "max_steps", minimum=1)
     cols, enc, k = prepare(table, k=k, qi=qi, marker=marker)
+    from .models import check_models
+
+    models = check_models(models, enc.names)
     if isinstance(constraints, str):
         constraints = parse_constraints(constraints, columns=list(cols), k=k)
     cs = list(constraints)
@@ -556,12 +719,21 @@ def diva(table: Any, *, k: int, qi: Sequence[str] | str,
                 f"least {c.lo} rows with {c.to_text().rsplit(':', 1)[0]} but the table has "
                 f"{int(sizes[j])} (suppression can only lower counts)", proved=True)
     order = column_orders(codes)[0]
+    # attributes of each target (QI column indices); amask[a, j]: attribute a in target j;
+    # sub_attr[j, l]: l's attributes are among j's (hiding cannot lower l without j)
+    cattrs = [[enc.names.index(a) for a in c.attributes] for c in cs]
+    amask = np.zeros((enc.q, len(cs)), dtype=bool)
+    for j, at in enumerate(cattrs):
+        amask[at, j] = True
+    sub_attr = np.array([[set(cattrs[l]) <= set(cattrs[j]) for l in range(len(cs))]
+                         for j in range(len(cs))], dtype=bool).reshape(len(cs), len(cs))
+    hide = (cattrs, amask)
     verts = [j for j in range(len(cs)) if cs[j].lo > 0]
     inter = (masks.astype(np.int32) @ masks.T.astype(np.int32)) if cs else np.zeros((0, 0))
     nbrs = {j: [i for i in verts if i != j and inter[i, j] > 0] for j in verts}
     t_cand = time.perf_counter()
-    cands = {j: _candidates(j, masks, lo, hi, nbrs[j], codes, k, order, max_candidates, gen)
-             for j in verts}
+    cands = {j: _candidates(j, masks, lo, hi, nbrs[j], codes, k, order, max_candidates, gen,
+                            sub_attr) for j in verts}
     t_cand = time.perf_counter() - t_cand
     for j in verts:
         if not cands[j]:
@@ -570,7 +742,8 @@ def diva(table: Any, *, k: int, qi: Sequence[str] | str,
                 f"{int(sizes[j])} target rows cannot form clusters of >= {k} rows totalling "
                 f"{cs[j].lo}..{cs[j].hi}", proved=False)
     search = _Search(masks, lo, hi, verts, nbrs, cands, strategy, gen, max_steps, n,
-                     codes=codes, k=k, order=order, dynamic=dynamic)
+                     codes=codes, k=k, order=order, dynamic=dynamic, cattrs=cattrs, amask=amask,
+                     sub_attr=sub_attr)
     t_s = time.perf_counter()
     assign = search.run() if verts else {}
     t_s = time.perf_counter() - t_s
@@ -595,14 +768,14 @@ def diva(table: Any, *, k: int, qi: Sequence[str] | str,
     if len(rest) >= k:
         groups[rest] = optimal_cut_clusters(codes[rest], k) + ng
     elif len(rest) > 0:
-        pulled = _pull_rows(groups, len(rest), masks, lo, hi, k, ng)
+        pulled = _pull_rows(groups, len(rest), masks, lo, hi, k, ng, hide)
         if pulled is not None:
             groups = pulled
             rest = np.flatnonzero(groups < 0)
             phase1 = groups >= 0
             groups[rest] = ng
         else:
-            groups = _attach_rest(groups, rest, masks, lo, hi, ng)
+            groups = _attach_rest(groups, rest, masks, lo, hi, ng, hide)
             if groups is not None:
                 phase1 = groups >= 0  # the attached rows are now part of a phase-1 cluster
         if groups is None:
@@ -610,57 +783,103 @@ def diva(table: Any, *, k: int, qi: Sequence[str] | str,
                 f"no ({k}, Sigma)-anonymization found: {len(rest)} rows are left over and "
                 "joining them to any cluster breaks a constraint", proved=False, stats=stats)
     mask = suppression_mask(codes, groups)
+    hidden = _apply_hiding(groups, phase1, mask, masks, lo, hi, hide)
     repaired = _repair_upper(groups, phase1, mask, codes, masks, enc, cs)
+    stats["hidden_cells"] = hidden
     stats["repair_suppressed_cells"] = repaired
     stats["phase1_rows"] = int(phase1.sum())
     res = build_result(table, cols, enc, k, groups, f"diva/{strategy}", cs, mask=mask,
-                       stats=stats, t0=t0, marker=marker)
+                       stats=stats, t0=t0, marker=marker, models=models)
     bad = [s for s in res.constraints if not s.satisfied]
     if bad:  # pragma: no cover - guarded by construction
         raise AssertionError(f"internal error: DIVA output violates {bad[0].constraint}")
     return res
 
 
-def _pull_rows(groups, nrest, masks, lo, hi, k, ng):
+def _phase1_plan(groups, masks, lo, hi, hide):
+    """The hiding plan of the phase-1 clusters (rows with ``groups >= 0``), or None."""
+    rows = np.flatnonzero(groups >= 0)
+    _, lab = np.unique(groups[rows], return_inverse=True)
+    plan = _hide_plan(rows, lab.reshape(-1), masks, lo, hi, hide[0], hide[1])
+    if plan is None or np.any(plan[0] < lo):
+        return None
+    return rows, lab.reshape(-1), plan[1]
+
+
+def _pull_rows(groups, nrest, masks, lo, hi, k, ng, hide):
     """Move surplus rows (beyond k) out of phase-1 clusters until k rows are left over.
 
     Accepted only if every constraint still holds on the phase-1 clusters
     (removing a row can lower a count, or raise one when the removed row was
     the only one outside a target); the left-over group is repaired later.
+    When the clusters have too little surplus, two clusters lying inside the
+    same targets are merged (they keep counting for those targets) and the
+    pull is tried again.
     """
+    trial = groups.copy()
+    for _ in range(max(ng, 1)):
+        got = _pull_once(trial, nrest, masks, lo, hi, k, hide)
+        if got is not None:
+            return got
+        rows = np.flatnonzero(trial >= 0)
+        if rows.size == 0:
+            return None
+        labs, lab = np.unique(trial[rows], return_inverse=True)
+        size, inside = _inside(rows, lab.reshape(-1), masks)
+        by_sig: dict[bytes, list[int]] = {}
+        for c in np.argsort(size, kind="stable"):
+            by_sig.setdefault(inside[:, c].tobytes(), []).append(int(c))
+        pairs = [(size[v[0]] + size[v[1]], v[0], v[1]) for v in by_sig.values() if len(v) > 1]
+        if not pairs:
+            return None
+        _, a, b = min(pairs)
+        trial[trial == labs[b]] = labs[a]
+    return None
+
+
+def _pull_once(groups, nrest, masks, lo, hi, k, hide):
     need = k - nrest
     trial = groups.copy()
-    sizes = np.bincount(groups[groups >= 0], minlength=ng)
-    for g in np.argsort(-sizes):
+    labs, sizes = np.unique(groups[groups >= 0], return_counts=True)
+    for g in np.argsort(-sizes, kind="stable"):
         if need <= 0:
             break
         surplus = int(sizes[g]) - k
         if surplus <= 0:
             break
-        take = np.flatnonzero(trial == g)[-min(surplus, need):]
+        take = np.flatnonzero(trial == labs[g])[-min(surplus, need):]
         trial[take] = -1
         need -= len(take)
     if need > 0:
         return None
-    rows = np.flatnonzero(trial >= 0)
-    _, lab = np.unique(trial[rows], return_inverse=True)
-    cnt = _counts_of(rows, lab, masks)
-    if np.all(cnt >= lo) and np.all(cnt <= hi):
-        return trial
-    return None
+    return trial if _phase1_plan(trial, masks, lo, hi, hide) is not None else None
 
 
-def _attach_rest(groups, rest, masks, lo, hi, ng):
+def _attach_rest(groups, rest, masks, lo, hi, ng, hide):
     """Join fewer than k leftover rows to a phase-1 cluster without breaking a constraint."""
     sizes = np.bincount(groups[groups >= 0], minlength=ng)
     for g in np.argsort(sizes):
         trial = groups.copy()
         trial[rest] = g
-        rows = np.arange(len(groups))
-        cnt = _counts_of(rows, trial, masks)
-        if np.all(cnt >= lo) and np.all(cnt <= hi):
+        if _phase1_plan(trial, masks, lo, hi, hide) is not None:
             return trial
     return None
+
+
+def _apply_hiding(groups, phase1, mask, masks, lo, hi, hide) -> int:
+    """Suppress the attributes the hiding plan of the phase-1 clusters hides; cells added."""
+    p1 = np.where(phase1, groups, -1)
+    got = _phase1_plan(p1, masks, lo, hi, hide)
+    if got is None:  # pragma: no cover - the search accepted this clustering
+        raise AssertionError("internal error: the chosen clusters exceed an upper bound")
+    rows, lab, hidden = got
+    added = 0
+    for c, attrs in hidden.items():
+        r = rows[lab == c]
+        for a in attrs:
+            added += int((~mask[r, a]).sum())
+            mask[r, a] = True
+    return added
 
 
 def _repair_upper(groups, phase1, mask, codes, masks, enc, cs) -> int:
@@ -693,22 +912,57 @@ def _repair_upper(groups, phase1, mask, codes, masks, enc, cs) -> int:
     return added
 
 
+#: Every ``method`` of :func:`anonymize`.
+METHODS = ("diva", "baseline", "optimal-cut", "sort-cut", "mondrian", "global", "local",
+           "mondrian-hierarchy")
+
+
 def anonymize(table: Any, *, k: int, qi: Sequence[str] | str,
               constraints: Sequence[DiversityConstraint] | str = (), method: str = "diva",
               **kwargs: Any) -> Anonymization:
-    """k-anonymize ``table``: ``method="diva"`` honours constraints, ``"baseline"`` ignores them.
+    """k-anonymize ``table`` with one of :data:`METHODS`.
 
-    ``method`` may also name a baseline ("optimal-cut", "sort-cut", "mondrian");
-    the constraints are then only evaluated on the output.
+    * ``"diva"``: suppression honouring the constraints (:func:`diva`);
+    * ``"baseline"`` (= ``"optimal-cut"``), ``"sort-cut"``, ``"mondrian"``:
+      constraint-free suppression (constraints only evaluated on the output);
+    * ``"global"``: full-domain generalization, the lattice optimum
+      (:func:`veil.tables.generalize.global_recoding`);
+    * ``"local"``: local recoding (:func:`veil.tables.generalize.local_recoding`);
+    * ``"mondrian-hierarchy"``: Mondrian publishing hierarchy labels (baseline,
+      constraints only evaluated).
+
+    ``kwargs`` go to the method (``models`` for every method; ``hierarchies``,
+    ``max_suppression``, ``metric`` for the generalizations, ``search`` for
+    ``"global"``; ``strategy``, ``seed`` ... for DIVA; ``marker`` for all).
     """
-    from .baselines import BASELINES, k_anonymize
+    from .baselines import k_anonymize
+    from .generalize import global_recoding, local_recoding, mondrian_generalize
 
-    method = check_choice(method, "method", ("diva", "baseline") + tuple(BASELINES))
+    method = check_choice(method, "method", METHODS)
     if isinstance(constraints, str):
         cols, _, kk = prepare(table, k=k, qi=qi)
         constraints = parse_constraints(constraints, columns=list(cols), k=kk)
+    marker = kwargs.get("marker", "*")
+    models = kwargs.get("models", ())
+    gen = {a: kwargs[a] for a in ("hierarchies", "max_suppression", "metric") if a in kwargs}
     if method == "diva":
         return diva(table, k=k, qi=qi, constraints=constraints, **kwargs)
+    if method == "global":
+        return global_recoding(table, k=k, qi=qi, constraints=constraints, models=models,
+                               marker=marker, search=kwargs.get("search", "flash"), **gen)
+    if method == "local":
+        return local_recoding(table, k=k, qi=qi, constraints=constraints, models=models,
+                              marker=marker, **gen)
+    if method == "mondrian-hierarchy":
+        res = mondrian_generalize(table, k=k, qi=qi, marker=marker,
+                                  hierarchies=gen.get("hierarchies"),
+                                  metric=gen.get("metric", "granularity"))
+        if constraints:
+            from .validate import ConstraintStatus, count_targets
+
+            counts = count_targets(res.table, list(constraints), marker=marker)
+            res.constraints = [ConstraintStatus(c, n) for c, n in zip(constraints, counts)]
+        return res
     base = "optimal-cut" if method == "baseline" else method
-    marker = kwargs.get("marker", "*")
-    return k_anonymize(table, k=k, qi=qi, method=base, constraints=constraints, marker=marker)
+    return k_anonymize(table, k=k, qi=qi, method=base, constraints=constraints, marker=marker,
+                       models=models)

@@ -28,8 +28,6 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-import numpy as np
-
 from ..errors import InfeasibleError, ParameterError
 from .constraints import DiversityConstraint
 
@@ -47,6 +45,7 @@ __all__ = [
     "minimal_cover",
     "is_minimal",
     "implies_exact",
+    "METHODS",
 ]
 
 INF = math.inf
@@ -140,38 +139,59 @@ def implied_range(sigma_set: Iterable[DiversityConstraint],
     return lo, hi
 
 
+METHODS = ("auto", "exact", "axioms")
+
+
+def _method(method: str, constraints: Sequence[DiversityConstraint]) -> str:
+    """Resolve ``method``: "auto" is exact when a target has several attributes.
+
+    The axioms are complete when every target names one attribute (targets on
+    one attribute are disjoint or equal, so their counts never add up); with
+    multi-attribute targets they can miss count arguments, and "auto" then
+    uses the exact integer program (:mod:`veil.tables.exact`).
+    """
+    from ..validation import check_choice
+
+    method = check_choice(method, "method", METHODS)
+    if method != "auto":
+        return method
+    return "exact" if any(len(c.target) > 1 for c in constraints) else "axioms"
+
+
 @dataclass(frozen=True)
 class Satisfiability:
-    """Result of :func:`satisfiability`: ``satisfiable`` and, if not, the reason."""
+    """Result of :func:`satisfiability`: ``satisfiable`` and, if not, the reason.
+
+    ``target``/``lo``/``hi`` give the empty range the axioms derived; an exact
+    (integer-programming) proof has ``target = None`` and lists in ``culprits``
+    a set of constraints that cannot hold together (minimal when small enough
+    to search).
+    """
 
     satisfiable: bool
     target: DiversityConstraint | None = None
     lo: int = 0
     hi: float = INF
     culprits: tuple[DiversityConstraint, ...] = ()
+    method: str = "axioms"
 
     @property
     def reason(self) -> str:
         if self.satisfiable:
             return "satisfiable"
-        tgt = self.target.to_text().rsplit(":", 1)[0] if self.target else "?"
+        names = ", ".join(repr(c.to_text()) for c in self.culprits)
+        if self.target is None:
+            return (f"the constraints {names} cannot hold together: no relation has such "
+                    "counts (exact integer program over the cells of their targets)")
+        tgt = self.target.to_text().rsplit(":", 1)[0]
         hi = "inf" if self.hi == INF else int(self.hi)
-        return (f"the constraints {', '.join(repr(c.to_text()) for c in self.culprits)} "
-                f"imply an empty range [{self.lo}, {hi}] for {tgt}")
+        return f"the constraints {names} imply an empty range [{self.lo}, {hi}] for {tgt}"
 
     def __bool__(self) -> bool:
         return self.satisfiable
 
 
-def satisfiability(sigma_set: Iterable[DiversityConstraint]) -> Satisfiability:
-    """Decide (by the axioms) whether some relation satisfies every constraint.
-
-    Sigma is unsatisfiable iff it implies an empty range on some target; it is
-    enough to test the targets that occur in Sigma (an empty range on another
-    target ``T`` comes from a sub-target ``U`` and a super-target ``S`` of
-    ``T``, and then also shows on ``S``). ``O(|Sigma|^2)``.
-    """
-    cs = _check_sigma(sigma_set)
+def _axiom_satisfiability(cs: list[DiversityConstraint]) -> Satisfiability:
     for c in cs:
         lo, hi = implied_range(cs, c)
         if lo > hi:
@@ -181,15 +201,65 @@ def satisfiability(sigma_set: Iterable[DiversityConstraint]) -> Satisfiability:
     return Satisfiability(True)
 
 
-def is_satisfiable(sigma_set: Iterable[DiversityConstraint]) -> bool:
-    """Whether Sigma is satisfiable (by the axioms; see :func:`satisfiability`)."""
-    return satisfiability(sigma_set).satisfiable
+#: Deletion filters (smallest culprit / witness sets) run up to this many constraints.
+_FILTER_LIMIT = 40
 
 
-def implies(sigma_set: Iterable[DiversityConstraint], sigma: DiversityConstraint) -> bool:
-    """Whether ``sigma_set |= sigma`` by the axioms (Algorithm 1).
+def satisfiability(sigma_set: Iterable[DiversityConstraint], *, method: str = "auto"
+                   ) -> Satisfiability:
+    """Decide whether some relation satisfies every constraint.
 
-    An unsatisfiable Sigma implies every constraint.
+    Parameters
+    ----------
+    sigma_set : iterable of DiversityConstraint
+    method : {"auto", "exact", "axioms"}
+        ``"axioms"``: Sigma is unsatisfiable iff it implies an empty range on
+        some target; it is enough to test the targets that occur in Sigma (an
+        empty range on another target ``T`` comes from a sub-target ``U`` and a
+        super-target ``S`` of ``T``, and then also shows on ``S``); ``O(|Sigma|^2)``,
+        sound, complete for single-attribute targets. ``"exact"``: the integer
+        program of :mod:`veil.tables.exact` (after the axioms, which give the
+        clearer reason when they suffice). ``"auto"`` (default): exact when some
+        target has several attributes.
+
+    Examples
+    --------
+    >>> from veil.tables import parse_constraints
+    >>> S = parse_constraints("A=a: 0..3\\nA=a, B=b1: 2..\\nA=a, B=b2: 2..")
+    >>> satisfiability(S, method="axioms").satisfiable, satisfiability(S).satisfiable
+    (True, False)
+    """
+    cs = _check_sigma(sigma_set)
+    how = _method(method, cs)
+    sat = _axiom_satisfiability(cs)
+    if not sat or how == "axioms":
+        return sat
+    from .exact import exact_satisfiable
+
+    if exact_satisfiable(cs):
+        return Satisfiability(True, method="exact")
+    culprits = list(cs)
+    if len(culprits) <= _FILTER_LIMIT:  # deletion filter: a minimal unsatisfiable subset
+        for c in list(culprits):
+            trial = [d for d in culprits if d is not c]
+            if not exact_satisfiable(trial):
+                culprits = trial
+    return Satisfiability(False, None, culprits=tuple(culprits), method="exact")
+
+
+def is_satisfiable(sigma_set: Iterable[DiversityConstraint], *, method: str = "auto") -> bool:
+    """Whether Sigma is satisfiable (see :func:`satisfiability`)."""
+    return satisfiability(sigma_set, method=method).satisfiable
+
+
+def implies(sigma_set: Iterable[DiversityConstraint], sigma: DiversityConstraint, *,
+            method: str = "auto") -> bool:
+    """Whether ``sigma_set |= sigma``.
+
+    ``method="axioms"`` is Algorithm 1 (sound; complete for single-attribute
+    targets); ``"exact"`` the integer program (:func:`implies_exact`);
+    ``"auto"`` (default) is exact when a target of Sigma or sigma has several
+    attributes. An unsatisfiable Sigma implies every constraint.
 
     Examples
     --------
@@ -205,135 +275,122 @@ def implies(sigma_set: Iterable[DiversityConstraint], sigma: DiversityConstraint
     cs = _check_sigma(sigma_set)
     if not isinstance(sigma, DiversityConstraint):
         raise ParameterError(f"sigma must be a DiversityConstraint, got {sigma!r}")
+    how = _method(method, cs + [sigma])
     lo, hi = implied_range(cs, sigma)
-    if lo > hi or not is_satisfiable(cs):
-        return True
-    return lo >= sigma.lo and hi <= sigma.hi
+    if lo > hi or (lo >= sigma.lo and hi <= sigma.hi):
+        return True  # the axioms are sound
+    if how == "exact":
+        from .exact import exact_implies
+
+        return exact_implies(cs, sigma)
+    return not _axiom_satisfiability(cs)
 
 
-def redundant_constraints(sigma_set: Iterable[DiversityConstraint]
+def redundant_constraints(sigma_set: Iterable[DiversityConstraint], *, method: str = "auto"
                           ) -> list[tuple[DiversityConstraint, list[DiversityConstraint]]]:
     """Constraints implied by the others, greedily in order, with what implies them.
 
     Returns ``(redundant constraint, the remaining constraints used)`` pairs; an
-    empty list means Sigma is minimal.
+    empty list means Sigma is minimal. ``method`` as in :func:`implies`.
     """
     cs = _check_sigma(sigma_set)
-    sat = satisfiability(cs)
+    sat = satisfiability(cs, method=method)
     if not sat:
         raise InfeasibleError(f"the constraint set is unsatisfiable: {sat.reason}")
+    how = _method(method, cs)
     kept = list(cs)
     out = []
     i = 0
     while i < len(kept):
         rest = kept[:i] + kept[i + 1:]
-        if implies(rest, kept[i]):
-            c = kept[i]
-            out.append((c, _witnesses(rest, c)))
+        c = kept[i]
+        if implies(rest, c, method=how):
+            out.append((c, _witnesses(rest, c, how)))
             kept = rest
         else:
             i += 1
     return out
 
 
-def _witnesses(rest: list[DiversityConstraint], c: DiversityConstraint
+def _witnesses(rest: list[DiversityConstraint], c: DiversityConstraint, how: str
                ) -> list[DiversityConstraint]:
-    """The constraints of ``rest`` that give the bounds implying ``c`` (Algorithm 1's steps)."""
+    """Constraints of ``rest`` that imply ``c``: Algorithm 1's steps, else a deletion filter."""
     lo, hi = implied_range(rest, c)
-    used: list[DiversityConstraint] = []
-    if c.lo > 0:  # the lower bound comes from the same target or a super-target
-        d = next((d for d in rest if (d.items == c.items or c.items < d.items) and d.lo == lo),
-                 None)
-        if d is not None:
-            used.append(d)
-    if c.hi != INF:  # the upper bound comes from the same target or a sub-target
-        d = next((d for d in rest if d.items <= c.items and d.hi == hi), None)
-        if d is not None and d not in used:
-            used.append(d)
+    if lo >= c.lo and hi <= c.hi:
+        used: list[DiversityConstraint] = []
+        if c.lo > 0:  # the lower bound comes from the same target or a super-target
+            d = next((d for d in rest if (d.items == c.items or c.items < d.items)
+                      and d.lo == lo), None)
+            if d is not None:
+                used.append(d)
+        if c.hi != INF:  # the upper bound comes from the same target or a sub-target
+            d = next((d for d in rest if d.items <= c.items and d.hi == hi), None)
+            if d is not None and d not in used:
+                used.append(d)
+        return used
+    used = list(rest)
+    if how == "exact" and len(used) <= _FILTER_LIMIT:
+        from .exact import exact_implies
+
+        for d in list(used):
+            trial = [e for e in used if e is not d]
+            if exact_implies(trial, c):
+                used = trial
     return used
 
 
-def minimal_cover(sigma_set: Iterable[DiversityConstraint]) -> list[DiversityConstraint]:
+def minimal_cover(sigma_set: Iterable[DiversityConstraint], *, method: str = "auto"
+                  ) -> list[DiversityConstraint]:
     """An equivalent subset of Sigma in which no constraint is implied by the others.
 
     Removes implied constraints one at a time (in order); raises
-    :class:`InfeasibleError` for an unsatisfiable Sigma.
+    :class:`InfeasibleError` for an unsatisfiable Sigma. ``method`` as in
+    :func:`implies` (with ``"auto"``, exact when a target has several attributes).
 
     Examples
     --------
     >>> from veil.tables import parse_constraints
     >>> minimal_cover(parse_constraints("sex=F: 2..4\\nsex=F: 1..5\\nsex=F, race=W: 0..9"))
     [DiversityConstraint('sex=F: 2..4')]
+    >>> S = parse_constraints("A=a: 0..4\\nA=a, B=b1: 2..\\nA=a, B=b2: 2..\\nA=a: 4..")
+    >>> minimal_cover(S, method="axioms") == S, minimal_cover(S)[-1]
+    (True, DiversityConstraint('A=a, B=b2: 2..inf'))
     """
     cs = _check_sigma(sigma_set)
-    drop = redundant_constraints(cs)
+    drop = redundant_constraints(cs, method=method)
     out = list(cs)
     for c, _ in drop:
         out.remove(c)
     return out
 
 
-def is_minimal(sigma_set: Iterable[DiversityConstraint]) -> bool:
-    """Whether no constraint of Sigma is implied by the others."""
+def is_minimal(sigma_set: Iterable[DiversityConstraint], *, method: str = "auto") -> bool:
+    """Whether no constraint of Sigma is implied by the others (``method`` as in :func:`implies`)."""
     cs = _check_sigma(sigma_set)
-    return all(not implies(cs[:i] + cs[i + 1:], c) for i, c in enumerate(cs))
+    how = _method(method, cs)
+    return all(not implies(cs[:i] + cs[i + 1:], c, method=how) for i, c in enumerate(cs))
 
 
 # --------------------------------------------------------------------------- exact (ILP)
 
-def _cells(constraints: Sequence[DiversityConstraint]):
-    attrs = sorted({a for c in constraints for a in c.attributes})
-    doms = {a: sorted({v for c in constraints for b, v in c.target if b == a}) for a in attrs}
-    # each attribute: its mentioned values plus one "other" value (index len(dom))
-    sizes = [len(doms[a]) + 1 for a in attrs]
-    ncell = int(np.prod(sizes)) if sizes else 1
-    if ncell > 200_000:
-        from ..errors import InstanceTooLargeError
-
-        raise InstanceTooLargeError(f"exact implication would need {ncell} cells (limit 200000)")
-    grid = np.indices(sizes).reshape(len(sizes), -1).T  # (ncell, nattr)
-
-    def match(c: DiversityConstraint) -> np.ndarray:
-        m = np.ones(len(grid), dtype=bool)
-        for a, v in c.target:
-            j = attrs.index(a)
-            m &= grid[:, j] == doms[a].index(v)
-        return m
-
-    return match, len(grid)
-
-
 def implies_exact(sigma_set: Iterable[DiversityConstraint], sigma: DiversityConstraint) -> bool:
-    """Exact semantic implication by integer programming (small instances).
+    """Exact semantic implication by integer programming (:mod:`veil.tables.exact`).
 
-    A relation is described by how many rows fall in each cell of the product
-    of the mentioned values (plus one "other" value per attribute); each
-    constraint bounds a sum of cells. ``Sigma |= sigma`` iff no non-negative
-    integer cell vector satisfies Sigma and violates sigma. Solved with
-    HiGHS (``scipy.optimize.milp``).
+    ``Sigma |= sigma`` iff no relation (a non-negative integer count per
+    compressed cell of the targets) satisfies Sigma and violates sigma.
+    Exact for any integer bounds up to ``2**40``; the cells are the connected
+    unions of consistent targets, so the size grows with how targets overlap,
+    not with the number of attributes.
+
+    Examples
+    --------
+    >>> from veil.tables import parse_constraints
+    >>> implies_exact(parse_constraints("A=a: 0..3000000"), parse_constraints("A=a: 0..2000000")[0])
+    False
     """
-    from scipy.optimize import Bounds, LinearConstraint, milp
+    from .exact import exact_implies
 
     cs = _check_sigma(sigma_set)
-    match, ncell = _cells(cs + [sigma])
-    rows, lo, hi = [], [], []
-    for c in cs:
-        rows.append(match(c).astype(float))
-        lo.append(float(c.lo))
-        hi.append(float(c.hi))
-    ms = match(sigma).astype(float)
-    big = 1e6
-    cases = []
-    if sigma.lo > 0:
-        cases.append((0.0, sigma.lo - 1.0))
-    if sigma.hi != INF:
-        cases.append((sigma.hi + 1.0, INF))
-    for a, b in cases:
-        A = np.array(rows + [ms]) if rows else ms[None, :]
-        lb = np.array(lo + [a])
-        ub = np.array([min(h, big) if h != INF else np.inf for h in hi] + [b])
-        res = milp(c=np.zeros(ncell), constraints=LinearConstraint(A, lb, ub),
-                   integrality=np.ones(ncell), bounds=Bounds(0, np.inf))
-        if res.status == 0:  # a counterexample relation exists
-            return False
-    return True
+    if not isinstance(sigma, DiversityConstraint):
+        raise ParameterError(f"sigma must be a DiversityConstraint, got {sigma!r}")
+    return exact_implies(cs, sigma)

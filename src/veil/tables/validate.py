@@ -5,7 +5,13 @@ single ``SELECT`` over the table, so the table is scanned once for all
 constraints. ``count(*) FILTER`` returns 0 (not NULL, as ``count_if`` does on
 an empty input) and a suppressed cell never equals a value: the suppression
 marker is rejected as a constraint value, and a NULL cell fails ``=``.
-Columns are compared as text (``CAST(col AS VARCHAR)``), like the parser.
+
+The query runs over the *text* of the cells (:func:`veil.tables.data.cell_text`,
+the semantics the parser and the anonymizers use): the referenced columns are
+converted to text in Python first, never by ``CAST(... AS VARCHAR)`` (which
+writes ``39.0`` and ``true``). DuckDB folds the case of identifiers, so when
+two referenced columns differ only in case (``Sex`` and ``sex``) the query
+names them by position (``"c0"``, ``"c1"`` ...) instead of by name.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from ..errors import ParameterError
 from ..io import sql
 from .constraints import DiversityConstraint
 
-__all__ = ["validation_sql", "ConstraintStatus", "check_constraints", "count_targets"]
+__all__ = ["validation_sql", "sql_columns", "ConstraintStatus", "check_constraints",
+           "count_targets"]
 
 SUPPRESSED = "*"
 
@@ -27,18 +34,22 @@ _literal = sql.literal
 
 
 def validation_sql(constraints: Sequence[DiversityConstraint], *, table_name: str = "t",
-                   marker: str = SUPPRESSED) -> str:
+                   marker: str = SUPPRESSED, columns: dict[str, str] | None = None) -> str:
     """The one SQL query that counts the target rows of every constraint.
+
+    ``columns`` maps an attribute to the SQL column that holds its text
+    (default: the attribute's own name).
 
     Examples
     --------
     >>> from veil.tables import parse_constraints
     >>> print(validation_sql(parse_constraints("sex=F: 2..4\\nsex=F, race=W: 0..5")))
     SELECT count(*) AS n_rows,
-      count(*) FILTER (WHERE CAST("sex" AS VARCHAR) = 'F') AS c0,
-      count(*) FILTER (WHERE CAST("race" AS VARCHAR) = 'W' AND CAST("sex" AS VARCHAR) = 'F') AS c1
+      count(*) FILTER (WHERE "sex" = 'F') AS c0,
+      count(*) FILTER (WHERE "race" = 'W' AND "sex" = 'F') AS c1
     FROM "t"
     """
+    columns = columns or {}
     parts = ["count(*) AS n_rows"]
     for i, c in enumerate(constraints):
         conds = []
@@ -47,9 +58,18 @@ def validation_sql(constraints: Sequence[DiversityConstraint], *, table_name: st
                 raise ParameterError(
                     f"constraint {c.to_text()!r} targets the suppression marker {marker!r}; "
                     "a suppressed cell never matches a constraint")
-            conds.append(f"CAST({_ident(attr)} AS VARCHAR) = {_literal(value)}")
+            conds.append(f"{_ident(columns.get(attr, attr))} = {_literal(value)}")
         parts.append(f"count(*) FILTER (WHERE {' AND '.join(conds)}) AS c{i}")
     return "SELECT " + ",\n  ".join(parts) + f"\nFROM {_ident(table_name)}"
+
+
+def sql_columns(constraints: Sequence[DiversityConstraint]) -> dict[str, str]:
+    """SQL column per attribute: its name, or ``c<i>`` when names collide without case."""
+    attrs = sorted({a for c in constraints for a in c.attributes})
+    folded = [a.casefold() for a in attrs]
+    if len(set(folded)) == len(folded):
+        return {a: a for a in attrs}
+    return {a: f"c{i}" for i, a in enumerate(attrs)}
 
 
 @dataclass(frozen=True)
@@ -71,24 +91,20 @@ class ConstraintStatus:
 
 def count_targets(table: Any, constraints: Sequence[DiversityConstraint], *,
                   marker: str = SUPPRESSED) -> list[int]:
-    """Counts of each constraint's target rows in ``table`` (one DuckDB query).
+    """Counts of each constraint's target rows in ``table`` (one DuckDB query over cell text).
 
-    ``table`` is a pandas DataFrame, a pyarrow Table, a mapping of columns, or
-    a path to a CSV/Parquet file.
+    ``table`` is a pandas DataFrame, a pyarrow Table, a mapping of columns, a
+    :class:`~veil.tables.textio.TextTable`, or a path to a CSV/Parquet file
+    (read as text). A missing cell matches no value.
     """
     import duckdb
+    import pyarrow as pa
 
-    from .data import as_columns, read_table, table_kind
+    from .data import as_columns, cell_text, read_table
 
     if isinstance(table, str) or hasattr(table, "__fspath__"):
         table = read_table(table)
-    kind = table_kind(table)
-    if kind == "mapping":
-        import pyarrow as pa
-
-        table = pa.table({k: list(v) for k, v in as_columns(table).items()})
-    cols = list(table.columns) if kind == "pandas" else list(table.column_names)
-    cols = [str(c) for c in cols]
+    cols = as_columns(table)
     for c in constraints:
         for a in c.attributes:
             if a not in cols:
@@ -96,10 +112,14 @@ def count_targets(table: Any, constraints: Sequence[DiversityConstraint], *,
                                      f"(columns: {', '.join(cols)})")
     if not constraints:
         return []
+    names = sql_columns(constraints)
+    text = pa.table({names[a]: pa.array(cell_text(cols[a], name=a, missing="keep").tolist(),
+                                        type=pa.string()) for a in names})
     con = duckdb.connect()
     try:
-        con.register("t", table)
-        row = con.sql(validation_sql(constraints, table_name="t", marker=marker)).fetchall()[0]
+        con.register("t", text)
+        row = con.sql(validation_sql(constraints, table_name="t", marker=marker,
+                                     columns=names)).fetchall()[0]
     finally:
         con.close()
     return [int(x) for x in row[1:]]

@@ -1,0 +1,915 @@
+"""Generalization with hierarchies: full-domain (global) recoding, local recoding, Mondrian.
+
+Each quasi-identifier (QI) has a hierarchy (:mod:`veil.tables.hierarchy`): a
+published cell is the value's label at some level (level 0 = the value
+itself, which is written byte for byte as in the input). Rows that cannot be
+published within the privacy requirements are *suppressed*: every QI cell
+shows the marker (``*``). The suppressed rows form one class of their own,
+so it too must have at least k rows and meet the privacy models, or be
+empty; when a solution leaves 1..k-1 rows suppressed, the smallest passing
+classes join them (counted against the limit). Otherwise a suppressed group
+of one row would single that row out.
+
+**Full-domain (global) recoding**, :func:`global_recoding`: one level per
+attribute for the whole table (a node of the generalization lattice, the
+product of the hierarchies' levels). A node is *feasible* when, after
+suppressing the rows of classes with fewer than k rows or failing a privacy
+model (:mod:`veil.tables.models`), at most ``max_suppression`` of the rows are
+suppressed and every diversity constraint holds on the published text. The
+search returns the feasible node of least loss (``metric``):
+
+* ``"granularity"``: mean over QI cells of ``(leaves(label) - 1) / (leaves - 1)``
+  (1 for a suppressed cell);
+* ``"nue"``: non-uniform entropy in bits (:mod:`veil.tables.metrics`).
+
+The lattice search (``search="flash"``) is exact, in the spirit of Flash
+(Kohlmayer et al. 2012) and OLA: nodes are visited in increasing order of a
+lower bound of their loss, the loss of generalizing every row without
+suppression (a sum of per-attribute terms, monotone in every level; a
+suppressed cell costs at least as much as any label). *Predictive tagging by
+monotonicity*: the rows k-anonymity and distinct l-diversity would suppress
+can only shrink when a level grows, so a node needing more than the limit
+for them proves every specialization (every node below it) infeasible, and
+those are never evaluated. The search stops at the first node whose bound is
+not below the best loss found: no later node can do better, so the result is
+the lattice optimum. ``search="exhaustive"`` evaluates every node (for
+checking).
+
+**Local recoding**, :func:`local_recoding`: top-down specialization
+(multidimensional, Mondrian-like, over hierarchy levels). A partition starts
+with every attribute at its top label; it is split on one attribute by
+lowering that attribute one level: rows are grouped by their label one level
+down; groups of at least k rows that meet the models become partitions; the
+other rows stay together at the parent label (the *residual*; if it is too
+small, the smallest groups join it, or, within the suppression budget, its
+rows are suppressed). The split with the largest loss reduction is taken,
+and partitions are split until no split helps. Different rows with the same
+value may end at different levels.
+
+**Mondrian on the same hierarchy**, :func:`mondrian_generalize` (LeFevre,
+DeWitt, Ramakrishnan 2006, the baseline): ordered (numeric) attributes are
+split at the median, categorical ones into the children of their lowest
+common ancestor, both sides needing k rows; the attribute of widest
+normalized range goes first. Each final partition publishes, per attribute,
+the lowest common ancestor of its values in the hierarchy.
+
+Diversity constraints count rows whose *published* text shows the target
+values. Global recoding checks them per node. Local recoding splits first
+the attributes of targets whose lower bound is not met yet, then lowers
+counts above an upper bound by generalizing one target attribute in whole
+partitions (a subset of partitions whose sizes fit the excess, keeping
+every lower bound).
+
+What generalization protects is the k-anonymity (and model) statement on the
+published tuples; it is not differential privacy (see ``docs/tables.md``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import DataError, InfeasibleError, InstanceTooLargeError, ParameterError
+from ..validation import check_choice
+from .anonymity import Anonymization, anonymity_metrics, prepare
+from .constraints import DiversityConstraint, check_constraints_against, parse_constraints
+from .hierarchy import EncodedHierarchy, Hierarchy
+from .models import PrivacyModel, SensitiveColumn, check_models, class_table, encode_sensitive
+from .validate import ConstraintStatus
+
+__all__ = ["global_recoding", "local_recoding", "mondrian_generalize", "METRICS",
+           "GeneralizationInfeasibleError", "lattice_size"]
+
+METRICS = ("granularity", "nue")
+#: Largest lattice the global search enumerates.
+MAX_LATTICE = 5_000_000
+
+
+class GeneralizationInfeasibleError(InfeasibleError):
+    """No generalization meets the requirements (``proved`` as in DIVA)."""
+
+    def __init__(self, message: str, *, proved: bool, stats: dict | None = None):
+        self.proved = proved
+        self.stats = stats or {}
+        super().__init__(message)
+
+
+# --------------------------------------------------------------------------- set-up
+
+@dataclass
+class _Setup:
+    table: Any
+    cols: dict
+    names: list
+    codes: np.ndarray
+    values: list
+    hier: list
+    k: int
+    models: list
+    sens: dict
+    constraints: list
+    max_supp: int
+    metric: str
+    marker: str
+    gc: list        # gc[j][l]: (n,) label ids of column j at level l
+    gran: list      # gran[j][l]: (n,) granularity of each row's cell at level l
+    nue: list       # nue[j][l]: (n,) NUE bits of each row's cell at level l
+    supp_gran: np.ndarray  # (n, q) cost of a suppressed cell
+    supp_nue: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return self.codes.shape[0]
+
+    @property
+    def q(self) -> int:
+        return self.codes.shape[1]
+
+    def heights(self) -> list[int]:
+        return [h.height for h in self.hier]
+
+    def row_cost(self, j: int, level: int) -> np.ndarray:
+        return self.gran[j][level] if self.metric == "granularity" else self.nue[j][level]
+
+    def supp_cost(self) -> np.ndarray:
+        return self.supp_gran if self.metric == "granularity" else self.supp_nue
+
+    def scale(self) -> float:
+        """Divisor turning summed cell costs into the metric's value."""
+        return float(self.n * self.q) if self.metric == "granularity" else 1.0
+
+
+def _setup(table, *, k, qi, hierarchies, models, constraints, max_suppression, metric,
+           marker) -> _Setup:
+    cols, enc, k = prepare(table, k=k, qi=qi, marker=marker)
+    metric = check_choice(metric, "metric", METRICS)
+    try:
+        ms = float(max_suppression)
+    except (TypeError, ValueError):
+        raise ParameterError(f"max_suppression must be a share of rows in [0, 1], got "
+                             f"{max_suppression!r}") from None
+    if not 0.0 <= ms <= 1.0:
+        raise ParameterError(f"max_suppression must be a share of rows in [0, 1], got {ms}")
+    models = check_models(models, enc.names)
+    if isinstance(constraints, str):
+        constraints = parse_constraints(constraints, columns=list(cols), k=k)
+    cs = list(constraints)
+    check_constraints_against(cs, k=k, attributes=enc.names, what="quasi-identifiers")
+    for c in cs:
+        for a, v in c.target:
+            if v == marker:
+                raise ParameterError(f"constraint {c.to_text()!r} targets the suppression "
+                                     f"marker {marker!r}")
+    hierarchies = dict(hierarchies or {})
+    unknown = sorted(set(hierarchies) - set(enc.names))
+    if unknown:
+        raise ParameterError(f"hierarchies given for {unknown}, which are not quasi-identifiers "
+                             f"({', '.join(enc.names)})")
+    hier: list[EncodedHierarchy] = []
+    for j, name in enumerate(enc.names):
+        h = hierarchies.get(name)
+        if h is None:  # no hierarchy: the attribute is kept or suppressed (value -> marker)
+            h = Hierarchy.flat(enc.values[j].tolist(), top=marker, name=name)
+        elif not isinstance(h, Hierarchy):
+            raise ParameterError(f"hierarchies[{name!r}] must be a Hierarchy, got "
+                                 f"{type(h).__name__}")
+        hier.append(h.encode(list(enc.values[j]), column=name))
+    sens: dict[str, SensitiveColumn] = {}
+    for m in models:
+        key = (m.sensitive, getattr(m, "ordered", False))
+        if key not in sens:
+            sens[key] = encode_sensitive(cols, m.sensitive, ordered=key[1])
+    n, q = enc.codes.shape
+    gc, gran, nue = [], [], []
+    supp_gran = np.ones((n, q))
+    supp_nue = np.empty((n, q))
+    for j, h in enumerate(hier):
+        cj = enc.codes[:, j]
+        n_v = np.bincount(cj, minlength=len(h.gen[0]))
+        gc.append([h.gen[lev][cj] for lev in range(h.height + 1)])
+        gran.append([h.granularity(lev)[h.gen[lev][cj]] for lev in range(h.height + 1)])
+        nue_j = []
+        for lev in range(h.height + 1):
+            n_g = np.bincount(h.gen[lev][cj], minlength=len(h.text[lev]))
+            nue_j.append(np.log2(n_g[h.gen[lev][cj]] / n_v[cj]))
+        nue.append(nue_j)
+        supp_nue[:, j] = np.log2(n / n_v[cj])
+    return _Setup(table, cols, list(enc.names), enc.codes, enc.values, hier, k, models, sens, cs,
+                  int(np.floor(ms * n + 1e-9)), metric, marker, gc, gran, nue, supp_gran,
+                  supp_nue)
+
+
+def _classes(keys: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Class id of each row for the tuple of label-id columns, and class sizes."""
+    key = np.zeros(len(keys[0]), dtype=np.int64)
+    span = 1
+    for col in keys:
+        m = int(col.max()) + 1 if col.size else 1
+        if span * m >= 2 ** 62:
+            _, key = np.unique(key, return_inverse=True)
+            key = key.reshape(-1).astype(np.int64)
+            span = int(key.max()) + 1 if key.size else 1
+        key = key * m + col
+        span *= m
+    _, inv, sizes = np.unique(key, return_inverse=True, return_counts=True)
+    return inv.reshape(-1), sizes
+
+
+def _failing(st: _Setup, cls: np.ndarray, sizes: np.ndarray, *, monotone_only: bool = False
+             ) -> np.ndarray:
+    """Per class: fails k or a privacy model (only the monotone ones if asked)."""
+    bad = sizes < st.k
+    for m in st.models:
+        if monotone_only and not m.monotone:
+            continue
+        s = st.sens[(m.sensitive, getattr(m, "ordered", False))]
+        ok = m.check_table(class_table(cls, len(sizes), s.codes, s.size), s.overall)
+        bad |= ~ok
+    return bad
+
+
+def _group_ok(st: _Setup, rows: np.ndarray) -> bool:
+    """Whether one group of rows (a class) has k rows and meets every model."""
+    if len(rows) < st.k:
+        return False
+    for m in st.models:
+        s = st.sens[(m.sensitive, getattr(m, "ordered", False))]
+        t = np.bincount(s.codes[rows], minlength=s.size)[None, :]
+        if not m.check_table(t, s.overall)[0]:
+            return False
+    return True
+
+
+def _complete_suppression(st: _Setup, supp: np.ndarray, cls: np.ndarray, sizes: np.ndarray,
+                          bad: np.ndarray) -> np.ndarray | None:
+    """Make the suppressed group empty or a passing class: add the smallest passing classes.
+
+    Returns the final suppressed-row mask, or None when no passing group can be formed.
+    """
+    if not supp.any():
+        return supp
+    if _group_ok(st, np.flatnonzero(supp)):
+        return supp
+    supp = supp.copy()
+    order = [c for c in np.argsort(sizes, kind="stable") if not bad[c]]
+    for c in order:
+        supp |= cls == c
+        if _group_ok(st, np.flatnonzero(supp)):
+            return supp
+    return None
+
+
+def _published_match(st: _Setup, levels_of, supp: np.ndarray, c: DiversityConstraint
+                     ) -> np.ndarray:
+    """Rows whose published text shows the constraint's target (suppressed rows never do)."""
+    m = ~supp
+    for a, v in c.target:
+        j = st.names.index(a)
+        lev = levels_of(j)
+        if np.isscalar(lev):
+            texts = st.hier[j].text[int(lev)]
+            hit = np.asarray(texts == v, dtype=bool)
+            m &= hit[st.gc[j][int(lev)]]
+        else:
+            ok = np.zeros(st.n, dtype=bool)
+            for l_ in np.unique(lev):
+                sel = lev == l_
+                hit = np.asarray(st.hier[j].text[int(l_)] == v, dtype=bool)
+                ok[sel] = hit[st.gc[j][int(l_)][sel]]
+            m &= ok
+    return m
+
+
+def lattice_size(heights: Sequence[int]) -> int:
+    """Number of nodes of the generalization lattice."""
+    return int(np.prod([h + 1 for h in heights])) if heights else 1
+
+
+# --------------------------------------------------------------------------- global
+
+@dataclass
+class _NodeResult:
+    node: tuple
+    feasible: bool
+    mono_fail: bool
+    loss: float
+    suppressed: np.ndarray | None
+    reason: str = ""
+
+
+def _evaluate(st: _Setup, node: tuple, base: list) -> _NodeResult:
+    keys = [st.gc[j][node[j]] for j in range(st.q)]
+    cls, sizes = _classes(keys)
+    bad_mono = _failing(st, cls, sizes, monotone_only=True)
+    mono_rows = int(sizes[bad_mono].sum())
+    if mono_rows > st.max_supp:
+        return _NodeResult(node, False, True, np.inf, None, "suppression limit (monotone)")
+    bad = _failing(st, cls, sizes) if len(st.models) else bad_mono
+    supp = bad[cls]
+    supp = _complete_suppression(st, supp, cls, sizes, bad)
+    if supp is None or int(supp.sum()) > st.max_supp:
+        return _NodeResult(node, False, False, np.inf, None, "suppression limit")
+    for c in st.constraints:
+        cnt = int(_published_match(st, lambda j: node[j], supp, c).sum())
+        if not c.holds(cnt):
+            return _NodeResult(node, False, False, np.inf, supp, f"constraint {c.to_text()}")
+    total = sum(base[j][node[j]] for j in range(st.q))
+    if supp.any():
+        rows = np.flatnonzero(supp)
+        sc = st.supp_cost()
+        total += float(sc[rows].sum()) - sum(float(st.row_cost(j, node[j])[rows].sum())
+                                             for j in range(st.q))
+    return _NodeResult(node, True, False, total / st.scale(), supp)
+
+
+def _search(st: _Setup, search: str) -> tuple[_NodeResult | None, dict]:
+    heights = st.heights()
+    size = lattice_size(heights)
+    if size > MAX_LATTICE:
+        raise InstanceTooLargeError(f"the generalization lattice has {size} nodes (limit "
+                                    f"{MAX_LATTICE}); use coarser hierarchies or fewer QIs")
+    base = [[float(st.row_cost(j, lev).sum()) for lev in range(heights[j] + 1)]
+            for j in range(st.q)]
+    scale = st.scale()
+
+    def bound(node):
+        return sum(base[j][node[j]] for j in range(st.q)) / scale
+
+    stats = {"lattice_nodes": size, "evaluated": 0, "pruned_by_tagging": 0,
+             "feasible_evaluated": 0}
+    best: _NodeResult | None = None
+    if search == "exhaustive":
+        for node in itertools.product(*[range(h + 1) for h in heights]):
+            r = _evaluate(st, node, base)
+            stats["evaluated"] += 1
+            if r.feasible:
+                stats["feasible_evaluated"] += 1
+                if best is None or r.loss < best.loss - 1e-12:
+                    best = r
+        return best, stats
+    # predictive tagging: `failed` holds nodes failing the monotone criteria (so does every
+    # node below them); before evaluating a node, a binary search along a path from it to the
+    # top finds the highest failing node of that path, which tags a whole cone at once
+    failed = np.empty((0, st.q), dtype=np.int64)
+    mono_cache: dict[tuple, bool] = {}
+
+    def mono_fails(node):
+        if node not in mono_cache:
+            keys = [st.gc[j][node[j]] for j in range(st.q)]
+            cls, sizes = _classes(keys)
+            bad = _failing(st, cls, sizes, monotone_only=True)
+            mono_cache[node] = int(sizes[bad].sum()) > st.max_supp
+            stats["monotone_checks"] += 1
+        return mono_cache[node]
+
+    def tagged(arr):
+        return failed.shape[0] and bool(np.any(np.all(arr[None, :] <= failed, axis=1)))
+
+    def add_failed(node):
+        nonlocal failed
+        arr = np.asarray(node)
+        if tagged(arr):
+            return
+        keep = ~np.all(failed <= arr[None, :], axis=1) if failed.shape[0] else None
+        failed = np.vstack([failed[keep] if keep is not None else failed, arr[None, :]])
+
+    def path_up(node):
+        """Nodes from `node` to the top, raising the attribute whose bound grows least."""
+        out = [node]
+        cur = list(node)
+        while any(cur[j] < heights[j] for j in range(st.q)):
+            j = min((j for j in range(st.q) if cur[j] < heights[j]),
+                    key=lambda j: base[j][cur[j] + 1] - base[j][cur[j]])
+            cur[j] += 1
+            out.append(tuple(cur))
+        return out
+
+    stats["monotone_checks"] = 0
+    start = tuple(0 for _ in heights)
+    heap = [(bound(start), start)]
+    seen = {start}
+    while heap:
+        lb, node = heapq.heappop(heap)
+        if best is not None and lb >= best.loss - 1e-12:
+            stats["stopped_at_bound"] = lb
+            break
+        for j in range(st.q):
+            if node[j] < heights[j]:
+                nxt = node[:j] + (node[j] + 1,) + node[j + 1:]
+                if nxt not in seen:
+                    seen.add(nxt)
+                    heapq.heappush(heap, (bound(nxt), nxt))
+        arr = np.asarray(node)
+        if tagged(arr):
+            stats["pruned_by_tagging"] += 1
+            continue
+        if mono_fails(node):
+            path = path_up(node)
+            lo_i, hi_i = 0, len(path) - 1  # path[lo_i] fails; find the last failing index
+            if mono_fails(path[hi_i]):
+                add_failed(path[hi_i])
+                break  # the top fails: so does every node
+            while hi_i - lo_i > 1:
+                mid = (lo_i + hi_i) // 2
+                if mono_fails(path[mid]):
+                    lo_i = mid
+                else:
+                    hi_i = mid
+            add_failed(path[lo_i])
+            stats["pruned_by_tagging"] += 1
+            continue
+        r = _evaluate(st, node, base)
+        stats["evaluated"] += 1
+        if r.feasible:
+            stats["feasible_evaluated"] += 1
+            if best is None or r.loss < best.loss - 1e-12:
+                best = r
+    stats["queued"] = len(seen)
+    return best, stats
+
+
+def _result(st: _Setup, method: str, levels: np.ndarray, supp_rows: np.ndarray,
+            stats: dict, t0: float, extra: dict | None = None) -> Anonymization:
+    """The published table and its metrics from a level per cell and suppressed rows."""
+    from .data import cell_text, replace_columns
+    from .metrics import utility_metrics
+
+    n, q = st.n, st.q
+    out_codes = np.empty((n, q), dtype=np.int64)
+    new = {}
+    for j, name in enumerate(st.names):
+        text = cell_text(st.cols[name], name=name).copy()
+        off = 0
+        col = np.empty(n, dtype=np.int64)
+        for lev in range(st.hier[j].height + 1):
+            m = levels[:, j] == lev
+            if m.any():
+                lab = st.gc[j][lev][m]
+                if lev > 0:
+                    text[m] = st.hier[j].text[lev][lab]
+                col[m] = lab + off
+            off += len(st.hier[j].text[lev])
+        text[supp_rows] = st.marker
+        col[supp_rows] = -1
+        out_codes[:, j] = col
+        new[name] = text
+    out_table = replace_columns(st.table, new)
+    sup_cells = np.repeat(supp_rows[:, None], q, axis=1)
+    metrics = anonymity_metrics(out_codes)
+    metrics["suppressed_rows"] = int(supp_rows.sum())
+    metrics["generalized_cells"] = int(((levels > 0) & ~sup_cells).sum())
+    util = utility_metrics(st.codes, st.hier, levels=levels, suppressed=sup_cells,
+                           names=st.names)
+    status = []
+    for c in st.constraints:
+        cnt = int(_published_match(st, lambda j: levels[:, j], supp_rows, c).sum())
+        status.append(ConstraintStatus(c, cnt))
+    cls, sizes = _classes([out_codes[:, j] + 1 for j in range(q)])
+    privacy = []
+    for m in st.models:
+        s = st.sens[(m.sensitive, getattr(m, "ordered", False))]
+        tab = class_table(cls, len(sizes), s.codes, s.size)
+        vals = m.measure(tab, s.overall)
+        privacy.append({**m.to_dict(), "satisfied": bool(m.check_table(tab, s.overall).all()),
+                        "worst": float(vals.max() if isinstance(m, _TC) else vals.min())})
+    st_ = dict(stats)
+    st_["runtime_s"] = time.perf_counter() - t0
+    st_["utility"] = util
+    if extra:
+        st_.update(extra)
+    res = Anonymization(table=out_table, k=st.k, qi=list(st.names), method=method,
+                        groups=cls, suppressed=sup_cells, metrics=metrics, constraints=status,
+                        stats=st_, marker=st.marker)
+    res.levels = levels
+    res.privacy = privacy
+    return res
+
+
+from .models import TCloseness as _TC  # noqa: E402  (used in _result)
+
+
+def global_recoding(table: Any, *, k: int, qi: Sequence[str] | str,
+                    hierarchies: Mapping[str, Hierarchy] | None = None,
+                    max_suppression: float = 0.0, metric: str = "granularity",
+                    models: Sequence[PrivacyModel] = (),
+                    constraints: Sequence[DiversityConstraint] | str = (),
+                    search: str = "flash", marker: str = "*") -> Anonymization:
+    """Full-domain generalization: the optimal node of the hierarchy lattice.
+
+    Parameters
+    ----------
+    table : DataFrame, pyarrow Table, TextTable or mapping of columns
+        Not modified; the result has the same kind.
+    k : int
+        Minimum class size (>= 2).
+    qi : list of str or comma-separated str
+    hierarchies : mapping of QI name to :class:`~veil.tables.hierarchy.Hierarchy`
+        A QI without one can only be kept or replaced by the marker (flat hierarchy).
+    max_suppression : float
+        Largest share of rows that may be suppressed (every QI cell ``*``).
+    metric : {"granularity", "nue"}
+        The loss minimized (module docstring).
+    models : sequence of PrivacyModel
+        l-diversity / t-closeness every published class must meet.
+    constraints : diversity constraints (or their text)
+        Counted on the published text; every node reported must meet them.
+    search : {"flash", "exhaustive"}
+        Bound-ordered search with predictive tagging, or every node.
+    marker : str
+
+    Returns
+    -------
+    Anonymization
+        ``stats["node"]`` is the chosen level per QI, ``stats["loss"]`` its loss;
+        ``stats["evaluated"]`` how many nodes were evaluated.
+
+    Raises
+    ------
+    GeneralizationInfeasibleError
+        No node of the lattice meets the requirements (``proved=True``: every
+        node was evaluated or excluded by a monotonicity argument).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from veil.tables.hierarchy import Hierarchy
+    >>> df = pd.DataFrame({"age": ["31", "32", "33", "34"], "sex": ["F", "F", "M", "M"]})
+    >>> h = {"age": Hierarchy.intervals(range(30, 40), [2, 10])}
+    >>> r = global_recoding(df, k=2, qi=["age", "sex"], hierarchies=h)
+    >>> r.table["age"].tolist(), r.table["sex"].tolist(), r.stats["node"], r.stats["loss"]
+    (['30~39', '30~39', '30~39', '30~39'], ['F', 'F', 'M', 'M'], [2, 0], 0.5)
+    """
+    t0 = time.perf_counter()
+    search = check_choice(search, "search", ("flash", "exhaustive"))
+    st = _setup(table, k=k, qi=qi, hierarchies=hierarchies, models=models,
+                constraints=constraints, max_suppression=max_suppression, metric=metric,
+                marker=marker)
+    best, stats = _search(st, search)
+    if best is None:
+        raise GeneralizationInfeasibleError(
+            f"no node of the generalization lattice ({stats['lattice_nodes']} nodes) meets "
+            f"k = {st.k}" + (", the privacy models" if st.models else "")
+            + (", the constraints" if st.constraints else "")
+            + f" with at most {st.max_supp} suppressed rows", proved=True, stats=stats)
+    levels = np.repeat(np.asarray(best.node, dtype=np.int64)[None, :], st.n, axis=0)
+    stats.update(node=list(best.node), loss=best.loss, metric=st.metric, search=search,
+                 max_suppressed_rows=st.max_supp)
+    return _result(st, f"global/{search}", levels, best.suppressed, stats, t0)
+
+
+# --------------------------------------------------------------------------- local
+
+@dataclass
+class _Part:
+    rows: np.ndarray
+    levels: np.ndarray   # (q,) current level of every attribute
+    frozen: frozenset    # attributes this partition may not lower any further
+
+
+def _split_plan(st: _Setup, p: _Part, j: int, budget: int):
+    """How lowering attribute j splits partition p: (gain, parts, residual, suppressed) or None.
+
+    ``parts`` are row arrays that go one level down on j; ``residual`` keeps the
+    parent label (and j frozen); ``suppressed`` rows are suppressed (within ``budget``).
+    """
+    lev = int(p.levels[j])
+    child = st.gc[j][lev - 1][p.rows]
+    uniq, inv, cnt = np.unique(child, return_inverse=True, return_counts=True)
+    if len(uniq) < 2:  # one child: a free step down (a child never costs more)
+        gain = float(st.row_cost(j, lev)[p.rows].sum() - st.row_cost(j, lev - 1)[p.rows].sum())
+        return gain, [p.rows], np.empty(0, np.int64), np.empty(0, np.int64)
+    groups = [p.rows[inv.reshape(-1) == g] for g in range(len(uniq))]
+    ok = [_group_ok(st, g) for g in groups]
+    good = [g for g, o in zip(groups, ok) if o]
+    rest = [g for g, o in zip(groups, ok) if not o]
+    residual = np.concatenate(rest) if rest else np.empty(0, np.int64)
+    suppressed = np.empty(0, np.int64)
+    if residual.size and not _group_ok(st, residual):
+        if residual.size <= budget:
+            suppressed, residual = residual, np.empty(0, np.int64)
+        else:
+            good.sort(key=len)
+            while good and not _group_ok(st, residual):
+                residual = np.concatenate([residual, good.pop(0)])
+            if not _group_ok(st, residual):
+                return None
+    if not good:
+        return None
+    cur = st.row_cost(j, lev)
+    low = st.row_cost(j, lev - 1)
+    gain = sum(float(cur[g].sum() - low[g].sum()) for g in good)
+    if suppressed.size:
+        sc = st.supp_cost()
+        gain -= float(sc[suppressed].sum()) - sum(float(st.row_cost(a, int(p.levels[a]))
+                                                        [suppressed].sum()) for a in range(st.q))
+    return gain, good, residual, suppressed
+
+
+def _match_rows(st: _Setup, c: DiversityConstraint, rows: np.ndarray, levels: np.ndarray
+                ) -> np.ndarray:
+    """Whether each of ``rows`` (not suppressed) shows the constraint's target now."""
+    m = np.ones(len(rows), dtype=bool)
+    for a, v in c.target:
+        j = st.names.index(a)
+        lv = levels[rows, j]
+        ok = np.zeros(len(rows), dtype=bool)
+        for l_ in np.unique(lv):
+            sel = lv == l_
+            hit = np.asarray(st.hier[j].text[int(l_)] == v, dtype=bool)
+            ok[sel] = hit[st.gc[j][int(l_)][rows[sel]]]
+        m &= ok
+    return m
+
+
+def _targets_of_rows(st: _Setup, c: DiversityConstraint) -> np.ndarray:
+    """Rows whose input values show the target (the rows that could count for it)."""
+    return _match_rows(st, c, np.arange(st.n), np.zeros((st.n, st.q), dtype=np.int64))
+
+
+def local_recoding(table: Any, *, k: int, qi: Sequence[str] | str,
+                   hierarchies: Mapping[str, Hierarchy] | None = None,
+                   max_suppression: float = 0.0, metric: str = "granularity",
+                   models: Sequence[PrivacyModel] = (),
+                   constraints: Sequence[DiversityConstraint] | str = (),
+                   marker: str = "*") -> Anonymization:
+    """Local recoding by top-down specialization over the hierarchies (module docstring).
+
+    Parameters are those of :func:`global_recoding` (no ``search``).
+
+    Raises
+    ------
+    GeneralizationInfeasibleError
+        The whole table (at the top labels) fails k or a model beyond the
+        suppression limit (``proved=True``), or a constraint cannot be met
+        (``proved=False``: the greedy search gave up).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from veil.tables.hierarchy import Hierarchy
+    >>> df = pd.DataFrame({"age": ["31", "32", "33", "34"], "sex": ["F", "F", "M", "M"]})
+    >>> h = {"age": Hierarchy.intervals(range(30, 40), [2, 10])}
+    >>> r = local_recoding(df, k=2, qi=["age", "sex"], hierarchies=h)
+    >>> r.table["age"].tolist(), r.table["sex"].tolist()
+    (['30~39', '30~39', '30~39', '30~39'], ['F', 'F', 'M', 'M'])
+    """
+    t0 = time.perf_counter()
+    st = _setup(table, k=k, qi=qi, hierarchies=hierarchies, models=models,
+                constraints=constraints, max_suppression=max_suppression, metric=metric,
+                marker=marker)
+    n, q = st.n, st.q
+    heights = np.array(st.heights(), dtype=np.int64)
+    levels = np.repeat(heights[None, :], n, axis=0)
+    supp = np.zeros(n, dtype=bool)
+    budget = st.max_supp
+    # root partitions: rows grouped by their top labels
+    cls, sizes = _classes([st.gc[j][heights[j]] for j in range(q)])
+    stack: list[_Part] = []
+    for c in range(len(sizes)):
+        rows = np.flatnonzero(cls == c)
+        if _group_ok(st, rows):
+            stack.append(_Part(rows, heights.copy(), frozenset()))
+        elif len(rows) <= budget:
+            supp[rows] = True
+            budget -= len(rows)
+        else:
+            raise GeneralizationInfeasibleError(
+                f"{len(rows)} rows share the top labels of every hierarchy and fail k = {st.k}"
+                + (" or a privacy model" if st.models else "") + " beyond the suppression "
+                "limit: no generalization exists", proved=True)
+    splits = 0
+    leaves: list[_Part] = []
+    cs = st.constraints
+    cattr = [[st.names.index(a) for a, _ in c.target] for c in cs]
+    could = [_targets_of_rows(st, c) for c in cs]
+    shows = [_match_rows(st, c, np.arange(n), levels) & ~supp for c in cs]
+    counts = [int(m.sum()) for m in shows]
+    while stack:
+        p = stack.pop()
+        # attributes of unmet lower bounds whose target rows are in this partition and
+        # not yet shown: split those first (before other splits fragment the partition)
+        need: dict[int, int] = {}
+        for i, c in enumerate(cs):
+            if counts[i] < c.lo:
+                waiting = int((could[i][p.rows] & ~shows[i][p.rows]).sum())
+                if waiting:
+                    for j in cattr[i]:
+                        need[j] = need.get(j, 0) + waiting
+        best = None
+        for j in range(q):
+            if p.levels[j] == 0 or j in p.frozen:
+                continue
+            plan = _split_plan(st, p, j, budget)
+            if plan is None:
+                continue
+            free = len(plan[1]) == 1 and not plan[2].size and not plan[3].size
+            key = (need.get(j, 0), plan[0], free)
+            if plan[0] <= 0 and not free and j not in need:
+                continue
+            if best is None or key > best[0]:
+                best = (key, j, plan)
+        if best is None:
+            leaves.append(p)
+            continue
+        _, j, (gain, good, residual, suppressed) = best
+        splits += 1
+        moved = []
+        for g in good:
+            lv = p.levels.copy()
+            lv[j] -= 1
+            levels[g, j] = lv[j]
+            moved.append(g)
+            stack.append(_Part(g, lv, p.frozen))
+        if residual.size:
+            stack.append(_Part(residual, p.levels.copy(), p.frozen | {j}))
+        if suppressed.size:
+            supp[suppressed] = True
+            budget -= len(suppressed)
+            moved.append(suppressed)
+        if cs and moved:
+            rows = np.concatenate(moved)
+            for i, c in enumerate(cs):
+                if j in cattr[i] or suppressed.size:
+                    new_m = _match_rows(st, c, rows, levels) & ~supp[rows]
+                    counts[i] += int(new_m.sum()) - int(shows[i][rows].sum())
+                    shows[i][rows] = new_m
+    # the suppressed rows form one class: empty or passing (add the smallest leaves)
+    if supp.any() and not _group_ok(st, np.flatnonzero(supp)):
+        leaves.sort(key=lambda lp: len(lp.rows))
+        while leaves and not _group_ok(st, np.flatnonzero(supp)):
+            supp[leaves.pop(0).rows] = True
+        if not _group_ok(st, np.flatnonzero(supp)) or int(supp.sum()) > st.max_supp:
+            raise GeneralizationInfeasibleError(
+                "the suppressed rows cannot form a class of k rows meeting the models within "
+                "the suppression limit", proved=False)
+    coarsened = _repair_upper_bounds(st, leaves, levels, supp)
+    bad = []
+    for c in st.constraints:
+        cnt = int(_published_match(st, lambda j: levels[:, j], supp, c).sum())
+        if not c.holds(cnt):
+            bad.append(f"{c.to_text()!r} (count {cnt})")
+    if bad:
+        raise GeneralizationInfeasibleError(
+            f"local recoding could not meet {', '.join(bad)} (this does not prove that no "
+            "generalization exists)", proved=False)
+    levels[supp] = 0
+    stats = {"splits": splits, "partitions": len(leaves), "metric": st.metric,
+             "max_suppressed_rows": st.max_supp, "coarsened_partitions": coarsened}
+    res = _result(st, "local", levels, supp, stats, t0)
+    scale = st.scale()
+    sc = st.supp_cost()
+    total = 0.0
+    for j in range(q):
+        for lev in np.unique(levels[~supp, j]):
+            m = (~supp) & (levels[:, j] == lev)
+            total += float(st.row_cost(j, int(lev))[m].sum())
+    total += float(sc[supp].sum())
+    res.stats["loss"] = total / scale
+    return res
+
+
+def _repair_upper_bounds(st: _Setup, leaves: list, levels: np.ndarray, supp: np.ndarray) -> int:
+    """Generalize one target attribute in whole partitions while a count exceeds its bound."""
+    from .diverse import _subset_with_sum
+
+    done = 0
+    for _ in range(4 * max(len(st.constraints), 1)):
+        counts = [int(_published_match(st, lambda j: levels[:, j], supp, c).sum())
+                  for c in st.constraints]
+        over = [i for i, c in enumerate(st.constraints) if counts[i] > c.hi]
+        if not over:
+            return done
+        i = over[0]
+        c = st.constraints[i]
+        excess, room = counts[i] - int(c.hi), counts[i] - c.lo
+        fixed = False
+        for a, v in c.target:
+            j = st.names.index(a)
+            # partitions showing the target on every target attribute
+            hit = _published_match(st, lambda jj: levels[:, jj], supp, c)
+            cand = [lp for lp in leaves if hit[lp.rows].all() and lp.levels[j] < st.hier[j].height]
+            if not cand:
+                continue
+            pick = _subset_with_sum(np.array([len(lp.rows) for lp in cand]), excess, room)
+            if pick is None:
+                continue
+            trial = levels.copy()
+            for idx in pick:
+                lp = cand[int(idx)]
+                trial[lp.rows, j] = lp.levels[j] + 1
+            ok = all(int(_published_match(st, lambda jj: trial[:, jj], supp, d).sum()) >= d.lo
+                     for d in st.constraints)
+            if ok:
+                for idx in pick:
+                    lp = cand[int(idx)]
+                    lp.levels[j] += 1
+                    levels[lp.rows, j] = lp.levels[j]
+                done += len(pick)
+                fixed = True
+                break
+        if not fixed:
+            return done
+    return done
+
+
+# --------------------------------------------------------------------------- Mondrian
+
+def _ordered(values: np.ndarray) -> np.ndarray | None:
+    try:
+        return np.array([float(v) for v in values])
+    except ValueError:
+        return None
+
+
+def mondrian_generalize(table: Any, *, k: int, qi: Sequence[str] | str,
+                        hierarchies: Mapping[str, Hierarchy] | None = None,
+                        metric: str = "granularity", marker: str = "*") -> Anonymization:
+    """Mondrian (LeFevre et al. 2006) publishing hierarchy labels: the baseline.
+
+    Numeric attributes (every value parses as a number) are split at the median
+    (both sides at least k rows; ties tried both ways), categorical ones into
+    the children of their lowest common ancestor in the hierarchy (every child
+    at least k rows); the attribute with the widest normalized range (numeric:
+    value range over the table's; categorical: hierarchy leaves under the common
+    ancestor over all leaves) is tried first. Each partition publishes, per
+    attribute, the lowest common ancestor of its values. No suppression.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from veil.tables.hierarchy import Hierarchy
+    >>> df = pd.DataFrame({"age": ["31", "32", "33", "34"], "sex": ["F", "F", "M", "M"]})
+    >>> h = {"age": Hierarchy.intervals(range(30, 40), [2, 10])}
+    >>> mondrian_generalize(df, k=2, qi=["age", "sex"], hierarchies=h).table["age"].tolist()
+    ['30~39', '30~39', '30~39', '30~39']
+    """
+    t0 = time.perf_counter()
+    st = _setup(table, k=k, qi=qi, hierarchies=hierarchies, models=(), constraints=(),
+                max_suppression=0.0, metric=metric, marker=marker)
+    n, q = st.n, st.q
+    nums = [_ordered(v) for v in st.values]
+    glob_range = [float(x.max() - x.min()) if x is not None and len(x) else 0.0 for x in nums]
+
+    def lca_level(j, rows):
+        for lev in range(st.hier[j].height + 1):
+            g = st.gc[j][lev][rows]
+            if (g == g[0]).all():
+                return lev
+        return st.hier[j].height
+
+    levels = np.zeros((n, q), dtype=np.int64)
+    stack = [np.arange(n)]
+    parts = 0
+    while stack:
+        rows = stack.pop()
+        widths = []
+        for j in range(q):
+            if nums[j] is not None:
+                v = nums[j][st.codes[rows, j]]
+                widths.append((v.max() - v.min()) / glob_range[j] if glob_range[j] else 0.0)
+            else:
+                lev = lca_level(j, rows)
+                lab = st.gc[j][lev][rows[0]]
+                w = (st.hier[j].leaves[lev][lab] - 1) / max(st.hier[j].domain - 1, 1)
+                widths.append(w)
+        done = False
+        if len(rows) >= 2 * st.k:
+            for j in np.argsort(-np.asarray(widths), kind="stable"):
+                if widths[j] <= 0:
+                    break
+                if nums[j] is not None:
+                    v = nums[j][st.codes[rows, j]]
+                    med = np.median(v)
+                    for left in (v <= med, v < med):
+                        nl = int(left.sum())
+                        if st.k <= nl <= len(rows) - st.k:
+                            stack += [rows[left], rows[~left]]
+                            done = True
+                            break
+                else:
+                    lev = lca_level(j, rows)
+                    if lev == 0:
+                        continue
+                    child = st.gc[j][lev - 1][rows]
+                    uniq, inv, cnt = np.unique(child, return_inverse=True, return_counts=True)
+                    if len(uniq) >= 2 and cnt.min() >= st.k:
+                        stack += [rows[inv.reshape(-1) == g] for g in range(len(uniq))]
+                        done = True
+                if done:
+                    break
+        if not done:
+            parts += 1
+            for j in range(q):
+                levels[rows, j] = lca_level(j, rows)
+    supp = np.zeros(n, dtype=bool)
+    res = _result(st, "mondrian-hierarchy", levels, supp, {"partitions": parts,
+                                                           "metric": st.metric}, t0)
+    total = sum(float(st.row_cost(j, int(lev))[levels[:, j] == lev].sum())
+                for j in range(q) for lev in np.unique(levels[:, j]))
+    res.stats["loss"] = total / st.scale()
+    return res
