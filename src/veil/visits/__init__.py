@@ -15,6 +15,7 @@ sanitized users from untouched ones.
 """
 
 from .batch import BatchResult, UserHistograms, load_checkins, sanitize_one, sanitize_users
+from .distinguishability import Distinguishability, distinguishability
 from .hide import convex_allocate, hide, hide_many, lho
 from .mitigation import Resample
 from .resemble import avoid, resemble
@@ -23,4 +24,5 @@ from .taxonomy import FOURSQUARE_2012_ALIASES, Taxonomy, foursquare_taxonomy
 
 __all__ = ["hide", "hide_many", "resemble", "avoid", "lho", "convex_allocate", "VisitResult",
            "Taxonomy", "foursquare_taxonomy", "FOURSQUARE_2012_ALIASES", "load_checkins",
-           "sanitize_one", "sanitize_users", "UserHistograms", "BatchResult", "Resample"]
+           "sanitize_one", "sanitize_users", "UserHistograms", "BatchResult", "Resample",
+           "distinguishability", "Distinguishability"]
