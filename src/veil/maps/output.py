@@ -85,7 +85,7 @@ def scale_bar(grid: MapGrid) -> tuple[float, str, float]:
     Examples
     --------
     >>> scale_bar(MapGrid(40.70, -74.02, 40.82, -73.93, rows=10, cols=10))[:2]
-    (2000.0, '2 km')
+    (1000.0, '1 km')
     """
     mid = math.radians((grid.south + grid.north) / 2)
     width_m = (grid.east - grid.west) * _M_PER_DEG * math.cos(mid)
