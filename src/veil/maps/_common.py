@@ -84,6 +84,9 @@ def scale_estimate(x: np.ndarray, b: PureDP, *, scale, sensitivity: int, rng,
     """
     if scale is not None:
         return check_positive(scale, "scale"), b, {}, "scale: public value given by the caller"
+    if x.ndim != 2:
+        raise ParameterError("a batch of maps needs a public scale (one noisy count per map "
+                             "is not implemented for batches)")
     frac = check_probability(fraction, "scale_fraction", open_low=True, open_high=True)
     e_scale, e_rest = b.split([frac, 1.0 - frac])
     total, _, _ = noisy(np.array([int(x.sum())]), e_scale.epsilon, sensitivity, rng)

@@ -30,7 +30,7 @@ from ._blocks import (block_order, hilbert_order, pad_square, prefix2d, rect_sum
 from ._common import (NEIGHBOURS, as_budget, as_grid_counts, check_sensitivity, dl_var,
                       grid_dims, noisy, scale_estimate)
 
-__all__ = ["identity", "ug", "ag", "quadtree", "hb2d", "dawa2d", "ug_size", "ag_sizes",
+__all__ = ["identity", "ug", "ag", "ag_core", "quadtree", "hb2d", "dawa2d", "ug_size", "ag_sizes",
            "hb2d_branching", "quadtree_epsilons", "tree2d", "UG_C"]
 
 #: Qardaji et al.'s constant in the grid-size rules (c = 10; AG's second level uses c/2)
@@ -196,56 +196,79 @@ def ag(counts, *, epsilon, sensitivity: int = 1, scale: float | None = None,
     c = check_positive(c, "c")
     c2 = c / 2 if c2 is None else check_positive(c2, "c2")
     g = make_rng(rng)
-    rows, cols = x.shape
     n_est, b, split, note = scale_estimate(x, b, scale=scale, sensitivity=s, rng=g,
                                            fraction=scale_fraction)
     e1, e2 = (p.epsilon for p in b.split([alpha, 1.0 - alpha]))
     m1 = ag_sizes(n_est, b.epsilon, s, c)
+    value, info = ag_core(x, m1=m1, e1=e1, e2=e2, sensitivity=s, c2=c2, rng=g)
+    split.update({"level_1": e1, "level_2": e2})
+    return Release(value, "ag", b0,
+                   _meta(x, s, {"m1": int(m1), "blocks": info["blocks"], "alpha": alpha,
+                                "c": c, "c2": c2, "scale_rule": note}),
+                   split, noise_scale=info["scale_2"], noise_variance=info["var_2"],
+                   expected_error={"level_1_variance": info["var_1"],
+                                   "level_2_variance": info["var_2"]},
+                   notes=(NEIGHBOURS, note, "the level-2 sizes are read from the noisy level-1 "
+                          "counts (post-processing); they are not published separately"))
+
+
+def ag_core(x: np.ndarray, *, m1: int, e1: float, e2: float, sensitivity: int, c2: float,
+            rng, level2_from_true: bool = False) -> tuple[np.ndarray, dict]:
+    """AG's two levels and inference on counts ``x`` of shape ``(..., rows, cols)``.
+
+    One code path for a release and for a batch of releases (the audits). Every fine cell is
+    mapped to its level-1 block and its sub-block (sub-edges ``floor(j h / m2)``), so sub-block
+    sums, noise, inference and spreading are a few ``bincount`` calls over all cells.
+    ``level2_from_true`` (level-2 sizes from the TRUE block counts) exists only for the audit's
+    canary; it is not private.
+    """
+    s = sensitivity
+    rows, cols = x.shape[-2:]
+    xb = x.reshape(-1, rows, cols)
+    B = xb.shape[0]
     mr, mc = grid_dims(m1, rows, cols)
     re_, ce = split_edges(rows, mr), split_edges(cols, mc)
-    P = prefix2d(x)
+    P = prefix2d(xb)
     tot1 = rect_sums(P, re_[:-1, None], re_[1:, None], ce[None, :-1], ce[None, 1:])
-    y1, v1, _ = noisy(tot1, e1, s, g)
+    y1, v1, _ = noisy(tot1, e1, s, rng)
     # level-2 sizes from the noisy level-1 counts (post-processing)
-    m2 = np.ceil(np.sqrt(np.maximum(y1, 0) * e2 / (s * c2)) - 1e-12).astype(np.int64)
+    src = tot1 if level2_from_true else y1
+    m2 = np.ceil(np.sqrt(np.maximum(src, 0) * e2 / (s * c2)) - 1e-12).astype(np.int64)
     m2 = np.maximum(m2, 1)
     bh, bw = np.diff(re_), np.diff(ce)
-    m2r = np.minimum(m2, bh[:, None])
-    m2c = np.minimum(m2, bw[None, :])
-    # every fine cell -> its block (I, J) and its sub-block; sub-edges floor(j h / m2)
+    m2r = np.minimum(m2, bh[None, :, None])
+    m2c = np.minimum(m2, bw[None, None, :])
+    # every fine cell -> its block (I, J) and its sub-block
     I = np.repeat(np.arange(mr), bh)
     J = np.repeat(np.arange(mc), bw)
-    ly = np.arange(rows) - re_[I]
-    lx = np.arange(cols) - ce[J]
-    kr = m2r[I[:, None], J[None, :]]
-    kc = m2c[I[:, None], J[None, :]]
-    h = bh[I][:, None]
-    w = bw[J][None, :]
-    jr = ((ly[:, None] + 1) * kr + h - 1) // h - 1
-    jc = ((lx[None, :] + 1) * kc + w - 1) // w - 1
-    nsub = (m2r * m2c).ravel()
-    offset = np.concatenate(([0], np.cumsum(nsub)[:-1]))
-    block = I[:, None] * mc + J[None, :]
-    leaf = offset[block] + jr * kc + jc
+    ly = (np.arange(rows) - re_[I])[None, :, None]
+    lx = (np.arange(cols) - ce[J])[None, None, :]
+    bi = np.arange(B)[:, None, None]
+    kr = m2r[bi, I[None, :, None], J[None, None, :]]
+    kc = m2c[bi, I[None, :, None], J[None, None, :]]
+    h = bh[I][None, :, None]
+    w = bw[J][None, None, :]
+    jr = ((ly + 1) * kr + h - 1) // h - 1
+    jc = ((lx + 1) * kc + w - 1) // w - 1
+    nb = mr * mc
+    nsub = (m2r * m2c).reshape(B, nb)
+    local = np.cumsum(nsub, axis=1) - nsub
+    start = np.concatenate(([0], np.cumsum(nsub.sum(axis=1))[:-1]))
+    block = (I[:, None] * mc + J[None, :])[None]
+    leaf = start[:, None, None] + local[bi, block] + jr * kc + jc
     n_leaves = int(nsub.sum())
-    true_leaf = np.bincount(leaf.ravel(), weights=x.ravel(), minlength=n_leaves)
+    true_leaf = np.bincount(leaf.ravel(), weights=xb.ravel(), minlength=n_leaves)
     area = np.bincount(leaf.ravel(), minlength=n_leaves)
-    y2, v2, ns = noisy(np.rint(true_leaf).astype(np.int64), e2, s, g)
-    leaf_block = np.repeat(np.arange(mr * mc), nsub)
-    S = np.bincount(leaf_block, weights=y2.astype(np.float64), minlength=mr * mc)
-    k = nsub.astype(np.float64)
+    y2, v2, ns = noisy(np.rint(true_leaf).astype(np.int64), e2, s, rng)
+    leaf_block = np.repeat(np.arange(B * nb), nsub.ravel())
+    S = np.bincount(leaf_block, weights=y2.astype(np.float64), minlength=B * nb)
+    k = nsub.ravel().astype(np.float64)
     w1, w2 = 1.0 / v1, 1.0 / (k * v2)
     z = (w1 * y1.ravel() + w2 * S) / (w1 + w2)
     est_leaf = y2 + ((z - S) / k)[leaf_block]
-    value = (est_leaf / area)[leaf]
-    split.update({"level_1": e1, "level_2": e2})
-    return Release(value, "ag", b0,
-                   _meta(x, s, {"m1": int(m1), "blocks": [mr, mc], "alpha": alpha, "c": c,
-                                "c2": c2, "scale_rule": note}),
-                   split, noise_scale=ns, noise_variance=v2,
-                   expected_error={"level_1_variance": v1, "level_2_variance": v2},
-                   notes=(NEIGHBOURS, note, "the level-2 sizes are read from the noisy level-1 "
-                          "counts (post-processing); they are not published separately"))
+    value = (est_leaf / area)[leaf].reshape(x.shape)
+    return value, {"blocks": [mr, mc], "var_1": v1, "var_2": v2, "scale_2": ns,
+                   "leaves": n_leaves}
 
 
 # --------------------------------------------------------------------------- 2-D trees
