@@ -188,12 +188,11 @@ def canary_hb2d_root_without_noise(seed: int = 35, n: int | None = None) -> Audi
 
 
 # --------------------------------------------------------------------------- PrivTree
-# PrivTree with eps_tree = 1/2 and M = 3 has delta = 19.4: the quarter [0, 4) x [0, 4) holds
+# PrivTree with eps_tree = 1/2 and M = 3 has delta = 19.4: the quarter [0, 2) x [0, 2) holds
 # 18 points (biased count -1.4 at depth 1: a leaf on the true counts) or 21 (+1.6: split)
-_PT_A = np.zeros((8, 8), dtype=np.int64)
-_PT_A[:2, :2] = 4
+_PT_A = np.zeros((4, 4), dtype=np.int64)
+_PT_A[:2, :2] = [[5, 5], [4, 4]]
 _PT_A[3, 3] = 2
-_PT_A[5, 6] = 2
 _PT_B = _PT_A.copy()
 _PT_B[0, 0] += M
 
@@ -210,8 +209,7 @@ def _privtree(x, *, split_on_true=False):
 
 def _pt_events():
     stats = {"cell00": lambda v: v[:, 0, 0], "block00": lambda v: v[:, :2, :2].sum(axis=(1, 2)),
-             "quarter": lambda v: v[:, :4, :4].sum(axis=(1, 2)),
-             "total": lambda v: v.sum(axis=(1, 2))}
+             "row0": lambda v: v[:, 0, :].sum(axis=1), "total": lambda v: v.sum(axis=(1, 2))}
     ev: list[Event] = []
     for name, f in stats.items():
         ev += events_threshold(f, np.arange(-10.0, 40.5, 1.0), name)

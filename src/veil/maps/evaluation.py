@@ -23,7 +23,7 @@ import numpy as np
 
 from ..datasets import shared_data_path
 from ..errors import ParameterError
-from ..random import make_rng, spawn
+from ..random import make_rng
 from ..validation import check_int
 from ._blocks import prefix2d, rect_sums
 
@@ -190,6 +190,10 @@ def evaluate(shapes: dict[str, np.ndarray], *, methods, epsilons=(0.1, 1.0),
              progress=None) -> list[EvalRow]:
     """Run every method on every shape, scale, epsilon and run (see the module docstring).
 
+    Within a run, every method starts from the same random-generator state (common random
+    numbers): ``auto`` then reproduces exactly the release of the method it picks whenever
+    that method draws the same numbers (e.g. AG after the same noisy count).
+
     ``scale_known=False`` (default) lets UG, AG and ``auto`` spend 5 % of epsilon on a noisy
     number of points, as a user without a public count would; ``True`` gives them the true
     number (DPBench's side-information setting). ``params`` maps a method to extra keyword
@@ -219,8 +223,12 @@ def evaluate(shapes: dict[str, np.ndarray], *, methods, epsilons=(0.1, 1.0),
                 x = resample_map(shp, int(scale), rng=g)
                 true_ans = rectangle_answers(q, x)
                 for eps in epsilons:
+                    # common random numbers: every method of this run starts from the same
+                    # generator state (a method that makes the same draws as another gets
+                    # the same noise), which sharpens the comparison of methods
+                    run_seed = int(g.integers(0, 2**63))
                     for m in methods:
-                        (child,) = spawn(g, 1)
+                        child = make_rng(seed=run_seed)
                         t0 = time.perf_counter()
                         est, chosen = _run(m, x, float(eps), scale_known, child, params)
                         dt = time.perf_counter() - t0

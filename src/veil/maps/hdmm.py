@@ -146,10 +146,51 @@ def optimize_pidentity(n: int, p: int | None = None, *, seed: int = 0,
     return PIdentity(theta, f)
 
 
+def _cache_dir():
+    import os
+    from pathlib import Path
+
+    base = os.environ.get("VEIL_CACHE_DIR")
+    if base:
+        return Path(base)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "veil"
+
+
 @functools.lru_cache(maxsize=32)
 def strategy_for(n: int) -> PIdentity:
-    """The cached optimized 1-D strategy for ``n`` bins (public, data-independent)."""
-    return optimize_pidentity(n)
+    """The optimized 1-D strategy for ``n`` bins (public, data-independent), cached.
+
+    Cached in the process and on disk (``$VEIL_CACHE_DIR``, else ``$XDG_CACHE_HOME/veil`` or
+    ``~/.cache/veil``; the file holds only Theta, a function of ``n``): at n = 1024 the
+    optimization takes tens of seconds, loading it milliseconds. A cache that cannot be read
+    or written is ignored (the strategy is recomputed, identically).
+    """
+    n = check_int(n, "n", minimum=1)
+    p = max(1, n // 16)
+    name = f"hdmm-pidentity-n{n}-p{p}-v1.npy"
+    path = None
+    try:
+        path = _cache_dir() / name
+        if path.is_file() and not path.is_symlink():
+            theta = np.load(path, allow_pickle=False)
+            if theta.shape == (p, n) and np.isfinite(theta).all() and (theta >= 0).all():
+                f, _ = _objective(theta.ravel(), range_gram(n), p)
+                return PIdentity(theta, f)
+    except (OSError, ValueError):
+        path = None
+    s = optimize_pidentity(n, p)
+    if path is not None:
+        try:
+            from ..io import atomic_path
+
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_path(path) as tmp:
+                with open(tmp, "wb") as fh:
+                    np.save(fh, s.theta, allow_pickle=False)
+        except (OSError, ValueError):
+            pass
+    return s
 
 
 def hdmm_measure(x: np.ndarray, a_rows: PIdentity, a_cols: PIdentity, *, epsilon: float,

@@ -263,6 +263,7 @@ def ag_core(x: np.ndarray, *, m1: int, e1: float, e2: float, sensitivity: int, c
     leaf_block = np.repeat(np.arange(B * nb), nsub.ravel())
     S = np.bincount(leaf_block, weights=y2.astype(np.float64), minlength=B * nb)
     k = nsub.ravel().astype(np.float64)
+    v1, v2 = max(v1, 1e-300), max(v2, 1e-300)  # noise-free limit: no division by zero
     w1, w2 = 1.0 / v1, 1.0 / (k * v2)
     z = (w1 * y1.ravel() + w2 * S) / (w1 + w2)
     est_leaf = y2 + ((z - S) / k)[leaf_block]
