@@ -32,7 +32,7 @@ __all__ = ["AUTO_THRESHOLD", "choose_method", "publish_auto", "signal", "fit_thr
 
 #: signal per cell above which ``auto`` picks HDMM (below: AG); fitted on DPBench 2-D
 #: (``python benchmarks/maps.py fit``, see docs/benchmarks.md)
-AUTO_THRESHOLD = 4.0
+AUTO_THRESHOLD = 8.15
 
 
 def signal(*, rows: int, cols: int, epsilon: float, scale: float, sensitivity: int = 1
