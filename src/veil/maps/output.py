@@ -115,6 +115,10 @@ def png_bytes(values: np.ndarray, grid: MapGrid, *, title: str = "",
     im = ax.imshow(v, origin="lower", extent=(grid.west, grid.east, grid.south, grid.north),
                    aspect=1.0 / max(math.cos(mid), 1e-9), cmap="magma",
                    norm=PowerNorm(0.5, vmin=0.0, vmax=vmax), interpolation="nearest")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(4))
+    ax.yaxis.set_major_locator(MaxNLocator(5))
     ax.set_xlabel("longitude (degrees)")
     ax.set_ylabel("latitude (degrees)")
     if title:
