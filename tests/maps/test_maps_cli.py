@@ -237,3 +237,30 @@ def test_regions_command(capsys):
     assert run(["map", "regions"]) == 0
     out = capsys.readouterr().out
     assert "beijing-4th-ring" in out and "port-veil" in out
+
+
+@pytest.mark.parametrize("name, content, needles", [
+    ("nope.csv", None, ["no such file"]),
+    ("e.csv", "", ["empty"]),
+    ("h.csv", "user,lat,lon\n", ["no data rows"]),
+    ("g.parquet", b"PAR1garbagegarbage", ["Parquet"]),
+    ("x.xlsx", "user,lat,lon\na,1,1\n", ["x.xlsx", "format"]),
+    ("bad.csv", "user,lat,lon\na,0.1,0.1\nb,north,0.2\n", ["row 2", "column 'lat'"]),
+    ("miss.csv", "user,Lat,lon\na,0.1,0.1\n", ["column 'lat'", "did you mean 'Lat'"]),
+    ("far.csv", "user,lat,lon\na,0.1,0.1\nb,0.2,200\n", ["row 2", "column 'lon'", "180"]),
+])
+def test_bad_input_files_exit_2_with_one_line_and_no_output(tmp_path, capsys, name, content,
+                                                            needles):
+    f = tmp_path / name
+    if content is not None:
+        f.write_bytes(content if isinstance(content, bytes) else content.encode())
+    out = tmp_path / "out"
+    out.mkdir()
+    code = run(["map", "publish", str(f), "--user", "user", "--max-points", "5", "--bbox", BOX,
+                "--grid", "4x4", "--epsilon", "1", "-o", str(out / "m.parquet"), "--png",
+                str(out / "m.png")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    for n in needles:
+        assert n in err, (n, err)
+    assert not list(out.iterdir())

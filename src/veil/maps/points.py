@@ -339,6 +339,8 @@ def grid_counts(path, grid: MapGrid, *, lat: str = "lat", lon: str = "lon",
         if bad:
             raise _first_bad_row(con, view, desc, lat, lon,
                                  user if protects == "user" else None, time)
+        if not rows:
+            raise DataError("has no data rows (only a header?)", path=desc)
         if ties:
             counts += _allocate_ties(ties, need, grid.n_cells)
         total_in = int(counts.sum())
