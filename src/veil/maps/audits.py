@@ -291,7 +291,7 @@ def canary_dawa2d_no_group_privacy(seed: int = 38, n: int | None = None) -> Audi
 
 # --------------------------------------------------------------------------- from points
 @functools.lru_cache(maxsize=4)
-def _point_maps(bounded: bool, salts: int = 24) -> tuple[np.ndarray, np.ndarray]:
+def _point_maps(bounded: bool, salts: int = 12) -> tuple[np.ndarray, np.ndarray]:
     """Count grids of a small point file without and with a person of 10^4 points.
 
     Five ordinary people (at most 3 points each) and, in the neighbour, a person whose 10^4

@@ -29,8 +29,8 @@ from ..io.read import _connect
 from ..random import make_rng
 from ..validation import check_choice, check_int
 from .grid import MapGrid
-from .points import (PROTECTS, PointCounts, _allocate_ties, _points_view, count_sql,
-                     grid_counts, threshold_sql)
+from .points import (PROTECTS, PointCounts, _allocate_ties, _points_view, check_unit,
+                     count_sql, grid_counts)
 
 __all__ = ["grid_counts_dask", "partitions"]
 
@@ -122,10 +122,7 @@ def grid_counts_dask(path, grid: MapGrid, *, lat: str = "lat", lon: str = "lon",
     protects = check_choice(protects, "protects", PROTECTS)
     workers = check_int(workers, "workers", minimum=1)
     p = Path(os.fspath(path))
-    # the local path validates the parameters and the columns cheaply on an empty range
-    if protects == "user" and (user is None or max_points is None):
-        return grid_counts(p, grid, lat=lat, lon=lon, user=user, time=time, protects=protects,
-                           max_points=max_points)
+    m = check_unit(protects, user, max_points)
     if not p.is_file():
         raise DataError("no such file", path=str(p))
     con = _connect()
@@ -136,7 +133,6 @@ def grid_counts_dask(path, grid: MapGrid, *, lat: str = "lat", lon: str = "lon",
                      delimiter=None, csv_header=True)
     finally:
         con.close()
-    m = check_int(max_points, "max_points", minimum=1) if protects == "user" else None
     salt = int(make_rng(rng).integers(0, 2**62))
     spec = {"path": str(p.resolve()), "grid": grid.to_dict(), "lat": lat, "lon": lon,
             "user": user if protects == "user" else None, "time": time, "start": start,

@@ -27,8 +27,8 @@ from ..release import Release
 from ..validation import check_int, check_positive, check_probability
 from ._blocks import (block_order, hilbert_order, pad_square, prefix2d, rect_sums, side_power,
                       split_edges, spread_blocks)
-from ._common import (NEIGHBOURS, as_budget, as_grid_counts, check_sensitivity, dl_var,
-                      grid_dims, noisy, scale_estimate)
+from ._common import (NEIGHBOURS, as_budget, as_grid_counts, check_sensitivity, grid_dims,
+                      noisy, scale_estimate)
 
 __all__ = ["identity", "ug", "ag", "ag_core", "quadtree", "hb2d", "dawa2d", "ug_size", "ag_sizes",
            "hb2d_branching", "quadtree_epsilons", "tree2d", "UG_C"]

@@ -44,7 +44,7 @@ from ..validation import check_choice, check_int
 from .grid import MapGrid
 
 __all__ = ["PointCounts", "grid_counts", "read_geolife_plt", "PROTECTS", "point_source",
-           "count_sql", "threshold_sql"]
+           "count_sql", "threshold_sql", "check_unit", "data_extent"]
 
 PROTECTS = ("user", "record")
 
@@ -270,6 +270,19 @@ def grid_counts(path, grid: MapGrid, *, lat: str = "lat", lon: str = "lon",
     protects = check_choice(protects, "protects", PROTECTS)
     if not isinstance(grid, MapGrid):
         raise ParameterError(f"grid must be a MapGrid, got {type(grid).__name__}")
+    m = check_unit(protects, user, max_points)
+    cols = [c for c in (lat, lon, user, time) if c is not None]
+    if len(set(cols)) != len(cols):
+        raise ParameterError(f"lat, lon, user and time must be different columns, got {cols}")
+    return _grid_counts(path, grid, lat=lat, lon=lon, user=user, time=time, protects=protects,
+                        m=m, start=start, end=end, format=format, delimiter=delimiter,
+                        csv_header=csv_header, rng=rng, memory_limit=memory_limit,
+                        threads=threads, source_sql=source_sql)
+
+
+def check_unit(protects: str, user: str | None, max_points) -> int | None:
+    """Validate the protected unit; returns the per-person bound (``None`` per record)."""
+    protects = check_choice(protects, "protects", PROTECTS)
     if protects == "user":
         if user is None:
             raise ParameterError("protects='user' needs the user column (--user) to bound each "
@@ -279,15 +292,15 @@ def grid_counts(path, grid: MapGrid, *, lat: str = "lat", lon: str = "lon",
             raise ParameterError("protects='user' needs max_points (--max-points): a public "
                                  "bound on the points kept per person, e.g. 20 (never derived "
                                  "from the data)")
-        m = check_int(max_points, "max_points", minimum=1)
-    else:
-        if max_points is not None:
-            raise ParameterError("max_points bounds a person's points: it needs "
-                                 "protects='user' (with a user column)")
-        m = None
-    cols = [c for c in (lat, lon, user, time) if c is not None]
-    if len(set(cols)) != len(cols):
-        raise ParameterError(f"lat, lon, user and time must be different columns, got {cols}")
+        return check_int(max_points, "max_points", minimum=1)
+    if max_points is not None:
+        raise ParameterError("max_points bounds a person's points: it needs "
+                             "protects='user' (with a user column)")
+    return None
+
+
+def _grid_counts(path, grid, *, lat, lon, user, time, protects, m, start, end, format,
+                 delimiter, csv_header, rng, memory_limit, threads, source_sql) -> PointCounts:
     g = make_rng(rng)
     salt = int(g.integers(0, 2**62))
     import shutil

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..random import make_rng
 from ..release import Release
-from ..validation import check_int, check_probability
+from ..validation import check_probability
 from ._blocks import pad_square, prefix2d, rect_sums, side_power
 from ._common import NEIGHBOURS, as_budget, as_grid_counts, check_sensitivity, noisy
 

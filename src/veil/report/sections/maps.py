@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import DemoContext, Figure, Section, Table, figure_from_matplotlib
+from ..core import DemoContext, Section, Table, figure_from_matplotlib
 
 __all__ = ["build"]
 
