@@ -30,7 +30,7 @@ from ..random import make_rng
 from ..validation import check_choice, check_int
 from .grid import MapGrid
 from .points import (PROTECTS, PointCounts, _allocate_ties, _points_view, check_unit,
-                     count_sql, grid_counts)
+                     collect_counts, count_sql, grid_counts)
 
 __all__ = ["grid_counts_dask", "partitions"]
 
@@ -88,7 +88,8 @@ def _part_thresholds(spec: dict, lo: int, hi: int):
 
 
 def _part_counts(spec: dict, lo: int, hi: int, thr):
-    """Pass 2 on one partition: rows (cell, tie_user, n) as in the local counting pass."""
+    """Pass 2 on one partition: ``(counts, ties, bad, outside)`` as the local counting pass
+    (a dense grid of int64: what a task returns is bounded by the grid)."""
     con = _con(spec)
     try:
         view = _part_view(spec, lo, hi)
@@ -96,7 +97,8 @@ def _part_counts(spec: dict, lo: int, hi: int, thr):
         if bounded:
             con.register("__thr_arrow", thr)
             con.execute("CREATE TEMP TABLE __thr AS SELECT * FROM __thr_arrow")
-        return con.sql(count_sql(view, bounded=bounded)).fetchall()
+        table = con.sql(count_sql(view, bounded=bounded)).to_arrow_table()
+        return collect_counts(table, MapGrid.from_dict(spec["grid"]).n_cells)
     finally:
         con.close()
 
@@ -150,17 +152,26 @@ def grid_counts_dask(path, grid: MapGrid, *, lat: str = "lat", lon: str = "lon",
     try:
         thr = None
         if m is not None:
+            import pyarrow as pa
+            from distributed import as_completed
+
             futs = client.map(_part_thresholds, [spec] * len(parts), [a for a, _ in parts],
                               [b for _, b in parts], pure=False)
-            import pyarrow as pa
-
-            allp = pa.concat_tables(client.gather(futs))
+            merge = (f"SELECT __u, list_slice(list_sort(flatten(list(__ks))), 1, {m}) AS __ks, "
+                     f"CAST(sum(__n) AS BIGINT) AS __n FROM __p GROUP BY __u")
+            acc = None
             mcon = duckdb.connect()
             try:
-                mcon.register("__p", allp)
-                thr = mcon.sql(f"SELECT __u, list_slice(list_sort(flatten(list(__ks))), 1, {m}) "
-                               f"AS __ks, sum(__n) AS __n FROM __p GROUP BY __u "
-                               f"HAVING sum(__n) > {m}").to_arrow_table()
+                # merge the partitions' keys as they arrive: at most 2 x users x m keys held
+                for fut in as_completed(futs):
+                    part = fut.result()
+                    both = part if acc is None else pa.concat_tables([acc, part])
+                    mcon.register("__p", both)
+                    acc = mcon.sql(merge).to_arrow_table()
+                    mcon.unregister("__p")
+                    del part, both
+                mcon.register("__p", acc)
+                thr = mcon.sql(f"SELECT * FROM __p WHERE __n > {m}").to_arrow_table()
             finally:
                 mcon.close()
             for u, ks, _n in zip(thr.column("__u").to_pylist(), thr.column("__ks").to_pylist(),
@@ -180,16 +191,11 @@ def grid_counts_dask(path, grid: MapGrid, *, lat: str = "lat", lon: str = "lon",
             cluster.close()
     counts = np.zeros(grid.n_cells, dtype=np.int64)
     ties, bad, outside = [], 0, 0
-    for rows in results:
-        for cell, tie_user, n in rows:
-            if cell == -2:
-                bad += n
-            elif cell == -1:
-                outside += n
-            elif tie_user is not None:
-                ties.append((cell, tie_user, n))
-            else:
-                counts[cell] += n
+    for c, t, b_, o in results:
+        counts += c
+        ties.extend(t)
+        bad += b_
+        outside += o
     if bad:  # the local path names the first bad row
         grid_counts(p, grid, lat=lat, lon=lon, user=user, time=time, protects=protects,
                     max_points=max_points, start=start, end=end)

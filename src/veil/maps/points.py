@@ -182,6 +182,27 @@ def count_sql(view: str, *, bounded: bool) -> str:
             f"OR v.__k <= list_max(thr.__ks) GROUP BY ALL")
 
 
+def collect_counts(table, n_cells: int) -> tuple[np.ndarray, list, int, int]:
+    """Turn the rows of :func:`count_sql` (an Arrow table) into ``(counts, ties, bad, outside)``.
+
+    Vectorized: one ``bincount`` over the cells (the table has at most one row per cell, plus
+    the few rows of points tied at a person's threshold), so no Python loop over cells.
+    """
+    cell = np.asarray(table.column("cell").to_numpy(zero_copy_only=False), dtype=np.int64)
+    n = np.asarray(table.column("n").to_numpy(zero_copy_only=False), dtype=np.int64)
+    tie_col = table.column("tie_user")
+    tie = ~np.asarray(tie_col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    bad = int(n[cell == -2].sum())
+    outside = int(n[cell == -1].sum())
+    ok = (cell >= 0) & ~tie
+    counts = np.bincount(cell[ok], weights=n[ok], minlength=n_cells).astype(np.int64)
+    ties = []
+    if tie.any():
+        users = tie_col.to_pylist()
+        ties = [(int(cell[i]), users[i], int(n[i])) for i in np.flatnonzero(tie)]
+    return counts, ties, bad, outside
+
+
 def _allocate_ties(ties: list[tuple[int, str, int]], need: dict[str, int], n_cells: int
                    ) -> np.ndarray:
     """Give each user's tied points ``need[user]`` places in total, lowest cell first."""
@@ -331,28 +352,18 @@ def _grid_counts(path, grid, *, lat, lon, user, time, protects, m, start, end, f
                 for u, ks, _n in con.sql("SELECT __u, __ks, __n FROM __thr").fetchall():
                     t = ks[-1]
                     need[u] = m - sum(1 for k in ks if k < t)
-            rows = con.sql(count_sql(view, bounded=m is not None)).fetchall()
+            table = con.sql(count_sql(view, bounded=m is not None)).to_arrow_table()
         except duckdb.Error as exc:
             if source_sql is not None:
                 raise
             delim = "\t" if delimiter is None and Path(os.fspath(path)).suffix.lower() in (
                 ".tsv", ".tab") else (delimiter or ",")
             raise _duck_error(exc, Path(os.fspath(path)), fmt, delim, csv_header) from None
-        counts = np.zeros(grid.n_cells, dtype=np.int64)
-        ties, bad, outside = [], 0, 0
-        for cell, tie_user, n in rows:
-            if cell == -2:
-                bad += n
-            elif cell == -1:
-                outside += n
-            elif tie_user is not None:
-                ties.append((cell, tie_user, n))
-            else:
-                counts[cell] += n
+        counts, ties, bad, outside = collect_counts(table, grid.n_cells)
         if bad:
             raise _first_bad_row(con, view, desc, lat, lon,
                                  user if protects == "user" else None, time)
-        if not rows:
+        if table.num_rows == 0:
             raise DataError("has no data rows (only a header?)", path=desc)
         if ties:
             counts += _allocate_ties(ties, need, grid.n_cells)
