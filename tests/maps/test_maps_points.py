@@ -293,3 +293,26 @@ def test_dask_equals_local_with_the_same_salt(tmp_path, dask_scheduler):
                                     **kw)
         assert np.array_equal(local.counts, dist.counts), kw
         assert dist.private["partitions"] > 1
+
+
+def test_cli_dask_engine_equals_local(tmp_path, dask_scheduler):
+    from veil.cli import main
+    from veil.maps import read_map
+
+    _, b = _heavy_file(tmp_path, n_heavy=2000)
+    b.to_parquet(tmp_path / "b.parquet", row_group_size=300)
+    outs = {}
+    for engine in ("local", "dask"):
+        extra = ["--engine", "dask", "--scheduler", dask_scheduler] if engine == "dask" else []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                main(["map", "publish", str(tmp_path / "b.parquet"), "--user", "user",
+                      "--max-points", "4", "--bbox", "0,0,1,2", "--grid", "4x8", "--epsilon",
+                      "1", "--method", "identity", "--seed", "3", "-o",
+                      str(tmp_path / f"{engine}.parquet"), *extra])
+            except SystemExit as exc:
+                assert exc.code in (0, None)
+        outs[engine] = read_map(tmp_path / f"{engine}.parquet")
+    assert np.array_equal(outs["local"].values, outs["dask"].values)
+    assert outs["dask"].meta["parameters"]["engine"] == "dask"
