@@ -265,18 +265,22 @@ def test_data_extent_warns(tmp_path):
 
 # ----------------------------------------------------------------------------- Dask
 @pytest.fixture(scope="module")
-def dask_scheduler():
+def dask_cluster():
+    """One local TLS cluster for the module (as veil starts them), shared by the Dask tests."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from distributed import LocalCluster
+        from distributed.security import Security
 
+        sec = Security.temporary()
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
-    yield cluster.scheduler_address
+                               dashboard_address=None, security=sec, protocol="tls://",
+                               host="127.0.0.1")
+    yield cluster.scheduler_address, sec
     cluster.close()
 
 
-def test_dask_equals_local_with_the_same_salt(tmp_path, dask_scheduler):
+def test_dask_equals_local_with_the_same_salt(tmp_path, dask_cluster):
     from veil.maps.dask import grid_counts_dask
 
     a, b = _heavy_file(tmp_path, n_heavy=3000)
@@ -289,13 +293,14 @@ def test_dask_equals_local_with_the_same_salt(tmp_path, dask_scheduler):
         local = grid_counts(f, GRID, rng=make_rng(seed=4), **kw)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # distributed's own deprecation chatter
-            dist = grid_counts_dask(f, GRID, rng=make_rng(seed=4), scheduler=dask_scheduler,
-                                    **kw)
+            dist = grid_counts_dask(f, GRID, rng=make_rng(seed=4), scheduler=dask_cluster[0],
+                                    security=dask_cluster[1], **kw)
         assert np.array_equal(local.counts, dist.counts), kw
         assert dist.private["partitions"] > 1
 
 
-def test_cli_dask_engine_equals_local(tmp_path, dask_scheduler):
+def test_cli_dask_engine_equals_local(tmp_path):
+    """`veil map publish --engine dask` (its own local TLS cluster) equals the local engine."""
     from veil.cli import main
     from veil.maps import read_map
 
@@ -303,7 +308,7 @@ def test_cli_dask_engine_equals_local(tmp_path, dask_scheduler):
     b.to_parquet(tmp_path / "b.parquet", row_group_size=300)
     outs = {}
     for engine in ("local", "dask"):
-        extra = ["--engine", "dask", "--scheduler", dask_scheduler] if engine == "dask" else []
+        extra = ["--engine", "dask", "--workers", "2"] if engine == "dask" else []
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:

@@ -137,9 +137,12 @@ cluster = None
 if spec["engine"] == "dask":
     warnings.simplefilter("ignore")
     from distributed import Client, LocalCluster
+    from distributed.security import Security
+    sec = Security.temporary()
     cluster = LocalCluster(n_workers=spec["workers"], threads_per_worker=1, processes=True,
-                           dashboard_address=None, memory_limit="2GB")
-    extra = dict(engine="dask", scheduler=cluster.scheduler_address)
+                           dashboard_address=None, memory_limit="2GB", security=sec,
+                           protocol="tls://", host="127.0.0.1")
+    extra = dict(engine="dask", scheduler=cluster.scheduler_address, security=sec)
 from veil.maps import publish
 from veil.maps.points import grid_counts
 if spec["method"] == "hdmm":  # the public strategy is computed (or loaded) once per size
@@ -152,7 +155,7 @@ t0 = time.perf_counter()
 if spec["engine"] == "dask":
     from veil.maps.dask import grid_counts_dask
     pc = grid_counts_dask(spec["path"], g, rng=make_rng(seed=1), scheduler=extra["scheduler"],
-                          memory_limit=spec["memory_limit"], **kw)
+                          security=extra["security"], memory_limit=spec["memory_limit"], **kw)
 else:
     pc = grid_counts(spec["path"], g, rng=make_rng(seed=1), memory_limit=spec["memory_limit"],
                      **kw)
@@ -164,7 +167,7 @@ mech_s = time.perf_counter() - t1
 dt = count_s + mech_s
 workers_mb = []
 if cluster is not None:
-    c = Client(cluster)
+    c = Client(cluster, security=sec)
     workers_mb = list(c.run(lambda: __import__("resource").getrusage(
         __import__("resource").RUSAGE_SELF).ru_maxrss / 1024).values())
     c.close(); cluster.close()

@@ -107,12 +107,15 @@ def grid_counts_dask(path, grid: MapGrid, *, lat: str = "lat", lon: str = "lon",
                      user: str | None = None, time: str | None = None,
                      protects: str = "user", max_points: int | None = None, start=None,
                      end=None, rng=None, workers: int = 2, scheduler: str | None = None,
-                     partitions_per_worker: int = 4, memory_limit: str = "1GB"
-                     ) -> PointCounts:
+                     security=None, partitions_per_worker: int = 4,
+                     memory_limit: str = "1GB") -> PointCounts:
     """:func:`veil.maps.points.grid_counts` on Dask (Parquet input); same result, same salt.
 
-    ``scheduler`` is the address of an existing Dask scheduler; without it a local cluster of
-    ``workers`` single-threaded processes is started for the job and closed after it.
+    ``scheduler`` is the address of an existing Dask scheduler (``security``: its
+    ``distributed.security.Security``, else the Dask configuration's TLS settings); without it
+    a local cluster of ``workers`` single-threaded processes is started for the job, on
+    127.0.0.1 with TLS and in-memory self-signed certificates (as ``veil.engine`` does: no
+    other user of the machine can connect to it), and closed after it.
     """
     try:
         from distributed import Client, LocalCluster
@@ -142,11 +145,19 @@ def grid_counts_dask(path, grid: MapGrid, *, lat: str = "lat", lon: str = "lon",
     parts = partitions(p, workers * partitions_per_worker)
     cluster = None
     if scheduler:
-        client = Client(scheduler)
+        client = Client(scheduler, security=security, timeout=30)
     else:
+        try:
+            from distributed.security import Security
+
+            sec = Security.temporary()  # in-memory self-signed certificates, this job only
+        except ImportError:
+            raise ParameterError("engine 'dask' needs the 'cryptography' package for its TLS "
+                                 "certificates: pip install 'veil[dask]'") from None
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
-        client = Client(cluster)
+                               dashboard_address=None, security=sec, protocol="tls://",
+                               host="127.0.0.1")
+        client = Client(cluster, security=sec)
     need: dict[str, int] = {}
     thr_info = (0, 0)
     try:

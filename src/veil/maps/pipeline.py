@@ -28,7 +28,7 @@ def publish_points(path, grid: MapGrid, *, epsilon, method: str = "auto", lat: s
                    lon: str = "lon", user: str | None = None, time: str | None = None,
                    protects: str = "user", max_points: int | None = None, start=None,
                    end=None, scale: float | None = None, engine: str = "local",
-                   workers: int = 2, scheduler: str | None = None, rng=None,
+                   workers: int = 2, scheduler: str | None = None, security=None, rng=None,
                    format: str | None = None, delimiter: str | None = None,
                    memory_limit: str = "1GB", threads: int | None = None,
                    **params) -> Release:
@@ -59,8 +59,9 @@ def publish_points(path, grid: MapGrid, *, epsilon, method: str = "auto", lat: s
     scale : float, optional
         Public number of points for the grid-size rules (else a noisy count, 5 % of epsilon).
     engine : {'local', 'dask'}
-    workers, scheduler
-        Dask: local workers, or the address of an existing scheduler.
+    workers, scheduler, security
+        Dask: local workers (a TLS cluster on 127.0.0.1), or the address of an existing
+        scheduler and its ``distributed.security.Security``.
     rng : numpy.random.Generator, optional
     format, delimiter, memory_limit, threads
         Input and DuckDB options.
@@ -96,7 +97,8 @@ def publish_points(path, grid: MapGrid, *, epsilon, method: str = "auto", lat: s
     else:
         from .dask import grid_counts_dask
 
-        pc = grid_counts_dask(path, grid, workers=workers, scheduler=scheduler, **kw)
+        pc = grid_counts_dask(path, grid, workers=workers, scheduler=scheduler,
+                              security=security, **kw)
     rel = publish(pc.counts, epsilon=epsilon, method=method, sensitivity=pc.sensitivity,
                   scale=scale, rng=g_mech, **params)
     unit = unit_text(pc.protects, pc.max_points, user)
