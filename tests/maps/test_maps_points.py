@@ -299,6 +299,7 @@ def test_dask_equals_local_with_the_same_salt(tmp_path, dask_cluster):
         assert dist.private["partitions"] > 1
 
 
+@pytest.mark.slow  # starts its own Dask cluster (about 10 s); the library path is tested above
 def test_cli_dask_engine_equals_local(tmp_path):
     """`veil map publish --engine dask` (its own local TLS cluster) equals the local engine."""
     from veil.cli import main
