@@ -22,6 +22,7 @@ from ..errors import VeilError
 # (command name, module, help) -- a module is loaded only if it exists.
 CAPABILITIES: list[tuple[str, str, str]] = [
     ("histogram", "veil.cli.histogram", "Differentially private histograms (publish, evaluate)."),
+    ("map", "veil.cli.map", "DP density maps of locations: points to a published map (publish, query)."),
     ("visits", "veil.cli.visits", "Sanitize location-visit histograms (hide, resemble, avoid)."),
     ("location", "veil.cli.location", "Geo-indistinguishable location obfuscation and noise design."),
     ("trajectory", "veil.cli.trajectory", "Release trajectories under temporal correlations (PIM, LM)."),

@@ -22,6 +22,7 @@ __all__ = ["Figure", "Table", "Section", "DemoContext", "SECTION_MODULES", "figu
 SECTION_MODULES: list[str] = [
     "veil.report.sections.samplers",
     "veil.report.sections.histograms",
+    "veil.report.sections.maps",
     "veil.report.sections.visits",
     "veil.report.sections.geo",
     "veil.report.sections.temporal",

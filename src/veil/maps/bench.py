@@ -1,0 +1,201 @@
+"""Benchmarks of veil.maps (used by ``benchmarks/maps.py`` and ``veil bench maps``).
+
+* :func:`accuracy_table`: the DPBench 2-D protocol (:mod:`veil.maps.evaluation`) on the two
+  DPBench 2-D histograms and the held-out real maps, every mechanism side by side with the
+  flattened-HB baseline, and ``auto``'s ratio to the best per setting.
+* :func:`generate_points`: a synthetic point file of any size written by one streaming DuckDB
+  ``COPY`` from ``range(n)`` with random functions (never held in memory).
+* :func:`scale_run`: one timed job ``points -> published map`` in a fresh process (local
+  DuckDB or Dask), reporting wall time and peak resident memory (the process's, plus the Dask
+  workers').
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..io import sql
+
+__all__ = ["accuracy_table", "generate_points", "scale_run", "machine_note", "format_rows"]
+
+
+def machine_note() -> str:
+    la = os.getloadavg()
+    return (f"{os.cpu_count()} cores, load average {la[0]:.1f}/{la[1]:.1f}/{la[2]:.1f} "
+            "(shared machine: compare ratios measured side by side)")
+
+
+# --------------------------------------------------------------------------- accuracy
+def format_rows(rows, methods) -> str:
+    """A markdown table: one line per (dataset, eps, scale), scaled errors and ratios."""
+    from .evaluation import summarize
+
+    summ = summarize(rows)
+    head = ["dataset", "eps", "scale", *methods, "best", "auto/best", "best/UG-AG",
+            "best/hb-flat"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for key in sorted(summ, key=lambda k: (k[0], k[2], k[1])):
+        e = summ[key]["errors"]
+        best = summ[key]["best"]
+        ugag = min(e.get("ug", np.inf), e.get("ag", np.inf))
+        cells = [key[0], f"{key[1]:g}", f"{key[2]:.0e}",
+                 *[f"{e[m]:.3g}" if m in e else "-" for m in methods], best or "-",
+                 f"{summ[key]['auto_over_best']:.2f}" if summ[key]["auto_over_best"] else "-",
+                 f"{e[best] / ugag:.2f}" if best and np.isfinite(ugag) else "-",
+                 f"{e[best] / e['hb-flat']:.2f}" if best and "hb-flat" in e else "-"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def accuracy_table(*, runs: int = 10, scales=(10**4, 10**6, 10**8), epsilons=(0.1, 1.0),
+                   datasets: str = "all", methods=None, seed: int = 0, log=print):
+    """Run the DPBench 2-D protocol; returns ``(rows, markdown)``.
+
+    ``datasets``: ``'dpbench'``, ``'real'`` (held-out maps from the shared point files) or
+    ``'all'``. Seeded: an experiment, not a release.
+    """
+    from ..random import make_rng
+    from .api import MECHANISMS
+    from .evaluation import evaluate, load_dpbench_2d, real_shapes
+
+    methods = list(methods or (*MECHANISMS, "auto", "hb-flat"))
+    shapes = {}
+    if datasets in ("dpbench", "all"):
+        shapes.update(load_dpbench_2d())
+    if datasets in ("real", "all"):
+        shapes.update(real_shapes())
+    log(f"# maps accuracy: {len(shapes)} maps ({', '.join(shapes)}), eps {list(epsilons)}, "
+        f"scales {[f'{s:.0e}' for s in scales]}, {runs} runs, 2000 random rectangles; "
+        f"{machine_note()}")
+    t0 = time.perf_counter()
+    rows = evaluate(shapes, methods=methods, epsilons=epsilons, scales=scales, runs=runs,
+                    rng=make_rng(seed=seed), progress=lambda m: log(f"  {m}"))
+    log(f"# took {time.perf_counter() - t0:.0f} s")
+    return rows, format_rows(rows, methods)
+
+
+# --------------------------------------------------------------------------- scale
+def generate_points(path, n: int, *, users: int = 100_000, region: str = "nyc",
+                    seed: float = 0.42, row_group_size: int = 1_000_000) -> Path:
+    """Write ``n`` synthetic points (``user, lat, lon``) to a Parquet file, streaming.
+
+    One DuckDB ``COPY (SELECT ... FROM range(n)) TO ... (FORMAT parquet)``: 70 % of the points
+    around 24 Gaussian "hot spots" (Box-Muller from ``random()``), 30 % uniform over the
+    region's box; user ``i % users``. Memory stays bounded (DuckDB streams the copy).
+    """
+    import duckdb
+
+    from .grid import region_bbox
+
+    s, w, nn, e = region_bbox(region)
+    g = np.random.default_rng(7)  # hot-spot layout (synthetic data, not noise)
+    cy = g.uniform(s, nn, 24)
+    cx = g.uniform(w, e, 24)
+    sd = g.uniform(0.002, 0.02, 24)
+    arr = lambda v: "[" + ", ".join(repr(float(x)) for x in v) + "]"  # noqa: E731
+    path = Path(os.fspath(path))
+    con = duckdb.connect()
+    try:
+        con.execute("SET preserve_insertion_order = false")
+        con.execute(f"SELECT setseed({float(seed)!r})")
+        q = f"""
+        SELECT i % {int(users)} AS user,
+               CASE WHEN hot THEN least(greatest({arr(cy)}[k] + {arr(sd)}[k] * z1, {s!r}), {nn!r})
+                    ELSE {s!r} + random() * {nn - s!r} END AS lat,
+               CASE WHEN hot THEN least(greatest({arr(cx)}[k] + {arr(sd)}[k] * z2, {w!r}), {e!r})
+                    ELSE {w!r} + random() * {e - w!r} END AS lon
+        FROM (SELECT i, random() < 0.7 AS hot, 1 + CAST(floor(random() * 24) AS INTEGER) AS k,
+                     sqrt(-2 * ln(1 - random())) AS r, 2 * pi() * random() AS a
+              FROM range({int(n)}) t(i)) q,
+             LATERAL (SELECT r * cos(a) AS z1, r * sin(a) AS z2)
+        """
+        con.execute(f"COPY ({q}) TO {sql.path(path)} (FORMAT parquet, ROW_GROUP_SIZE "
+                    f"{int(row_group_size)})")
+    finally:
+        con.close()
+    return path
+
+
+_CHILD = r"""
+import json, resource, sys, time, warnings
+spec = json.loads(sys.argv[1])
+from veil.maps import MapGrid, publish_points
+from veil.random import make_rng
+g = MapGrid.from_region(spec["region"], spec["rows"], spec["cols"])
+kw = dict(protects=spec["protects"])
+if spec["protects"] == "user":
+    kw.update(user="user", max_points=spec["max_points"])
+extra = {}
+cluster = None
+if spec["engine"] == "dask":
+    warnings.simplefilter("ignore")
+    from distributed import Client, LocalCluster
+    from distributed.security import Security
+    sec = Security.temporary()
+    cluster = LocalCluster(n_workers=spec["workers"], threads_per_worker=1, processes=True,
+                           dashboard_address=None, memory_limit="2GB", security=sec,
+                           protocol="tls://", host="127.0.0.1")
+    extra = dict(engine="dask", scheduler=cluster.scheduler_address, security=sec)
+from veil.maps import publish
+from veil.maps.points import grid_counts
+if spec["method"] == "hdmm":  # the public strategy is computed (or loaded) once per size
+    from veil.maps.hdmm import strategy_for
+    t0 = time.perf_counter(); strategy_for(spec["rows"]); strategy_for(spec["cols"])
+    strategy_s = time.perf_counter() - t0
+else:
+    strategy_s = 0.0
+t0 = time.perf_counter()
+if spec["engine"] == "dask":
+    from veil.maps.dask import grid_counts_dask
+    pc = grid_counts_dask(spec["path"], g, rng=make_rng(seed=1), scheduler=extra["scheduler"],
+                          security=extra["security"], memory_limit=spec["memory_limit"], **kw)
+else:
+    pc = grid_counts(spec["path"], g, rng=make_rng(seed=1), memory_limit=spec["memory_limit"],
+                     **kw)
+count_s = time.perf_counter() - t0
+t1 = time.perf_counter()
+rel = publish(pc.counts, epsilon=1.0, method=spec["method"], sensitivity=pc.sensitivity,
+              rng=make_rng(seed=2))
+mech_s = time.perf_counter() - t1
+dt = count_s + mech_s
+workers_mb = []
+if cluster is not None:
+    c = Client(cluster, security=sec)
+    workers_mb = list(c.run(lambda: __import__("resource").getrusage(
+        __import__("resource").RUSAGE_SELF).ru_maxrss / 1024).values())
+    c.close(); cluster.close()
+print(json.dumps({"seconds": dt, "count_s": count_s, "mechanism_s": mech_s,
+                  "strategy_s": strategy_s, "points_counted": int(pc.counts.sum()), "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "workers_peak_mb": workers_mb, "shape": list(rel.value.shape),
+                  "mechanism": rel.mechanism}))
+"""
+
+
+def scale_run(path, *, engine: str = "local", protects: str = "record", max_points: int = 50,
+              rows: int = 1024, cols: int = 1024, region: str = "nyc", method: str = "hdmm",
+              workers: int = 2, memory_limit: str = "1GB") -> dict:
+    """One job ``points -> 1024 x 1024 map`` in a fresh Python process; time and peak memory.
+
+    Peak memory is the child process's maximum resident set (``ru_maxrss``: DuckDB's buffers,
+    the grid and the mechanism), plus, for Dask, each worker's maximum resident set.
+    """
+    spec = {"path": str(path), "engine": engine, "protects": protects,
+            "max_points": max_points, "rows": rows, "cols": cols, "region": region,
+            "method": method, "workers": workers, "memory_limit": memory_limit}
+    src = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(spec)], capture_output=True,
+                         text=True, env=env, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"scale run failed: {out.stderr[-2000:]}")
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    res.update(spec)
+    res["total_peak_mb"] = res["peak_mb"] + sum(res["workers_peak_mb"])
+    return res

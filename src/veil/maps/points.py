@@ -1,0 +1,430 @@
+"""From a point file to the true cell counts of a public grid, in DuckDB, with per-person bounds.
+
+:func:`grid_counts` reads a CSV, Parquet or JSON file of points (``lat``, ``lon``, optionally a
+``user`` and a ``time`` column) with DuckDB and counts the points of every cell by SQL
+aggregation (``GROUP BY`` cell): the file is streamed, and memory is bounded by the grid (at most
+one row per cell), not by the number of points.
+
+**Per-person contribution bounding** (``protects="user"``). A map that protects one *person*
+must bound how many points a person adds: each user keeps at most ``max_points`` of their points
+(inside the box and time window), chosen uniformly at random, so one person changes the count
+grid by at most ``max_points`` in L1 norm -- the sensitivity the mechanisms are calibrated to.
+The sampling runs inside DuckDB in two streaming passes: (1) every point gets a key
+``hash(salt, user, lat, lon, time)`` with a secret random 64-bit ``salt``, and a ``GROUP BY
+user`` keeps, for users with more than ``max_points`` points, the ``max_points`` smallest keys
+(``min(key, m)``: memory ``users x m`` keys at most, never the points); (2) the counting pass
+keeps a user's points whose key is below their threshold, and the points tied at the threshold
+(identical points share a key) are allocated exactly so that no user exceeds ``max_points``.
+A user's kept points depend only on the salt and that user's own points, so the bounded data
+of neighbouring inputs differ in one user's points only (the coupling the privacy argument
+needs); with a random salt every subset of ``max_points`` distinct points is equally likely up
+to the hash's quality (tested statistically, ``tests/maps/test_points.py``).
+
+``protects="record"`` protects one point (row) instead: no bounding, sensitivity 1.
+
+Nothing this module returns is private-safe to publish except through a mechanism: the counts
+are the true counts. The diagnostics (:attr:`PointCounts.private`) are for the data owner only.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import DataError, ParameterError
+from ..io import sql
+from ..io.read import (_check_file, _connect, _duck_error, _missing_column_error, _source_sql,
+                       detect_format)
+from ..random import make_rng
+from ..validation import check_choice, check_int
+from .grid import MapGrid
+
+__all__ = ["PointCounts", "grid_counts", "read_geolife_plt", "PROTECTS", "point_source",
+           "count_sql", "threshold_sql", "check_unit", "data_extent"]
+
+PROTECTS = ("user", "record")
+
+
+@dataclass(frozen=True)
+class PointCounts:
+    """The true counts of a grid and how they were bounded.
+
+    Attributes
+    ----------
+    counts : ndarray (rows, cols) int64
+        TRUE counts (private): publish them only through a mechanism.
+    grid : MapGrid
+    protects : {'user', 'record'}
+    max_points : int or None
+        The per-user bound (``protects='user'``).
+    source : dict
+        Public description of the input (file name, columns, time window).
+    private : dict
+        Diagnostics for the data owner (points read, outside the box, users, points removed by
+        the bound). Never written to a published file.
+    """
+
+    counts: np.ndarray
+    grid: MapGrid
+    protects: str
+    max_points: int | None
+    source: dict[str, Any] = field(default_factory=dict)
+    private: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sensitivity(self) -> int:
+        """How many points one protected unit can change (``max_points``, or 1 per record)."""
+        return int(self.max_points) if self.protects == "user" else 1
+
+
+def _time_filter(tcol: str | None, start, end) -> tuple[str, str]:
+    """(SQL expression of the parsed time, condition of the public window on ``__t``)."""
+    if tcol is None:
+        if start is not None or end is not None:
+            raise ParameterError("a time window (start/end) needs a time column (--time)")
+        return "CAST(NULL AS DOUBLE)", "TRUE"
+    if start is None and end is None:
+        return sql.ident(tcol), "TRUE"
+
+    def _num(v):
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            return None
+
+    bounds = {k: v for k, v in (("start", start), ("end", end)) if v is not None}
+    if all(_num(v) is not None for v in bounds.values()):
+        t = f"TRY_CAST({sql.ident(tcol)} AS DOUBLE)"
+        lit = {k: repr(float(v)) for k, v in bounds.items()}
+    else:
+        import datetime as dt
+
+        t = f"TRY_CAST(CAST({sql.ident(tcol)} AS VARCHAR) AS TIMESTAMP)"
+        lit = {}
+        for k, v in bounds.items():
+            try:
+                dt.datetime.fromisoformat(str(v))
+            except ValueError:
+                raise ParameterError(f"time window {k} {v!r} is neither a number nor a date/time "
+                                     "such as 2012-04-01 or 2012-04-01T08:00") from None
+            lit[k] = f"CAST({sql.literal(str(v))} AS TIMESTAMP)"
+    conds = []
+    if "start" in lit:
+        conds.append(f"__t >= {lit['start']}")
+    if "end" in lit:
+        conds.append(f"__t < {lit['end']}")
+    return t, " AND ".join(conds)
+
+
+def point_source(con, path, *, lat: str, lon: str, user: str | None, time: str | None,
+                 format: str | None, delimiter: str | None, csv_header: bool) -> tuple[str, str]:
+    """Check the file and its columns; return ``(FROM-clause SQL, format)``."""
+    import duckdb
+
+    p = Path(os.fspath(path))
+    fmt = detect_format(p, format)
+    if delimiter is None:
+        delimiter = "\t" if p.suffix.lower() in (".tsv", ".tab") else ","
+    _check_file(p)
+    src = _source_sql(p, fmt, delimiter=delimiter, header=csv_header, names=None,
+                      all_varchar=False)
+    try:
+        described = con.sql(f"DESCRIBE SELECT * FROM {src}").fetchall()
+    except duckdb.Error as exc:
+        raise _duck_error(exc, p, fmt, delimiter, csv_header) from None
+    have = [r[0] for r in described]
+    for col in (lat, lon, user, time):
+        if col is not None and col not in have:
+            raise _missing_column_error(str(p), col, have)
+    return src, fmt
+
+
+def _points_view(grid: MapGrid, *, src: str, lat: str, lon: str, user: str | None,
+                 time: str | None, start, end, salt: int) -> str:
+    """SQL of the typed points: cell, validity, box and window flags, sampling key."""
+    la = f"TRY_CAST({sql.ident(lat)} AS DOUBLE)"
+    lo = f"TRY_CAST({sql.ident(lon)} AS DOUBLE)"
+    t, window = _time_filter(time, start, end)
+    u = f"CAST({sql.ident(user)} AS VARCHAR)" if user is not None else "CAST(NULL AS VARCHAR)"
+    inside, row, col = grid.cell_sql("__lat", "__lon")
+    bad = ("(__lat IS NULL OR __lon IS NULL OR isnan(__lat) OR isnan(__lon) OR "
+           "isinf(__lat) OR isinf(__lon) OR __lat < -90 OR __lat > 90 OR __lon < -180 OR "
+           "__lon > 180" + (" OR __u IS NULL" if user is not None else "") + ")")
+    bad_t = "(__t IS NULL)" if window != "TRUE" else "FALSE"
+    return (f"SELECT *, {bad} OR {bad_t} AS __bad, {inside} AS __inside, "
+            f"({window}) AS __inwin, "
+            f"CASE WHEN {inside} THEN {row} * {grid.cols} + {col} ELSE -1 END AS __cell, "
+            f"hash({int(salt)}, __u, __lat, __lon, __t) AS __k "
+            f"FROM (SELECT {la} AS __lat, {lo} AS __lon, {u} AS __u, {t} AS __t FROM {src})")
+
+
+def threshold_sql(view: str, m: int) -> str:
+    """Per user with more than ``m`` usable points: the ``m`` smallest keys and their count."""
+    return (f"SELECT __u, min(__k, {m}) AS __ks, count(*) AS __n FROM ({view}) "
+            f"WHERE NOT __bad AND __inside AND __inwin GROUP BY __u HAVING count(*) > {m}")
+
+
+def count_sql(view: str, *, bounded: bool) -> str:
+    """Counts per cell (bad rows -> cell -2, outside -> -1); tie rows grouped per user too."""
+    if not bounded:
+        return (f"SELECT CASE WHEN __bad THEN -2 WHEN __inside AND __inwin THEN __cell ELSE -1 "
+                f"END AS cell, CAST(NULL AS VARCHAR) AS tie_user, count(*) AS n "
+                f"FROM ({view}) GROUP BY ALL")
+    return (f"SELECT CASE WHEN __bad THEN -2 WHEN __inside AND __inwin THEN __cell ELSE -1 "
+            f"END AS cell, CASE WHEN __k = list_max(thr.__ks) AND NOT __bad AND __inside "
+            f"AND __inwin THEN v.__u END AS tie_user, count(*) AS n "
+            f"FROM ({view}) v LEFT JOIN __thr thr ON v.__u = thr.__u "
+            f"WHERE v.__bad OR NOT (v.__inside AND v.__inwin) OR thr.__ks IS NULL "
+            f"OR v.__k <= list_max(thr.__ks) GROUP BY ALL")
+
+
+def collect_counts(table, n_cells: int) -> tuple[np.ndarray, list, int, int]:
+    """Turn the rows of :func:`count_sql` (an Arrow table) into ``(counts, ties, bad, outside)``.
+
+    Vectorized: one ``bincount`` over the cells (the table has at most one row per cell, plus
+    the few rows of points tied at a person's threshold), so no Python loop over cells.
+    """
+    cell = np.asarray(table.column("cell").to_numpy(zero_copy_only=False), dtype=np.int64)
+    n = np.asarray(table.column("n").to_numpy(zero_copy_only=False), dtype=np.int64)
+    tie_col = table.column("tie_user")
+    tie = ~np.asarray(tie_col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    bad = int(n[cell == -2].sum())
+    outside = int(n[cell == -1].sum())
+    ok = (cell >= 0) & ~tie
+    counts = np.bincount(cell[ok], weights=n[ok], minlength=n_cells).astype(np.int64)
+    ties = []
+    if tie.any():
+        users = tie_col.to_pylist()
+        ties = [(int(cell[i]), users[i], int(n[i])) for i in np.flatnonzero(tie)]
+    return counts, ties, bad, outside
+
+
+def _allocate_ties(ties: list[tuple[int, str, int]], need: dict[str, int], n_cells: int
+                   ) -> np.ndarray:
+    """Give each user's tied points ``need[user]`` places in total, lowest cell first."""
+    add = np.zeros(n_cells, dtype=np.int64)
+    per_user: dict[str, list[tuple[int, int]]] = {}
+    for cell, u, n in ties:
+        per_user.setdefault(u, []).append((int(cell), int(n)))
+    for u, lst in per_user.items():
+        left = int(need[u])
+        for cell, n in sorted(lst):
+            take = min(n, left)
+            add[cell] += take
+            left -= take
+            if left == 0:
+                break
+    return add
+
+
+def _first_bad_row(con, view: str, src_desc: str, lat: str, lon: str, user, time) -> DataError:
+    """On the error path: name the first bad row (1-based data row) and what is wrong."""
+    rows = con.sql(f"SELECT __row, __lat, __lon, __u, __t FROM (SELECT row_number() OVER () "
+                   f"AS __row, * FROM ({view})) WHERE __bad ORDER BY __row LIMIT 1").fetchall()
+    r, la, lo, u, t = rows[0]
+    if la is None or not np.isfinite(la) or not -90 <= la <= 90:
+        what, col = f"latitude {la!r} is missing, not a number or outside [-90, 90]", lat
+    elif lo is None or not np.isfinite(lo) or not -180 <= lo <= 180:
+        what, col = f"longitude {lo!r} is missing, not a number or outside [-180, 180]", lon
+    elif user is not None and u is None:
+        what, col = "missing user (every point needs one to bound a person's points)", user
+    else:
+        what, col = "missing or unparseable time (a time window is set)", time
+    return DataError(what, path=src_desc, row=int(r), column=col)
+
+
+def grid_counts(path, grid: MapGrid, *, lat: str = "lat", lon: str = "lon",
+                user: str | None = None, time: str | None = None, protects: str = "user",
+                max_points: int | None = None, start=None, end=None,
+                format: str | None = None, delimiter: str | None = None,
+                csv_header: bool = True, rng=None, memory_limit: str = "1GB",
+                threads: int | None = None, source_sql: str | None = None) -> PointCounts:
+    """True counts of the grid's cells from a point file, bounded per person (see the module).
+
+    Parameters
+    ----------
+    path : path
+        CSV/TSV, Parquet or JSON file of points (read through DuckDB, streamed).
+    grid : MapGrid
+        The public grid; points outside its box are not counted (their number is not published).
+    lat, lon : str
+        Column names (degrees).
+    user : str, optional
+        Column identifying the person (required for ``protects='user'``).
+    time : str, optional
+        Time column, used for the public window ``[start, end)`` and in the sampling key.
+    protects : {'user', 'record'}
+        The protected unit: one person (with ``max_points``) or one point.
+    max_points : int, optional
+        Public bound on the points kept per person (``protects='user'``): never derive it from
+        the data.
+    start, end : str or float, optional
+        Public time window (numbers, or ISO dates/times).
+    format, delimiter, csv_header
+        Input format options (default: from the extension; ``,``; a header line).
+    rng : numpy.random.Generator, optional
+        Draws the secret sampling salt (OS entropy by default).
+    memory_limit : str
+        DuckDB's memory limit (it spills to a temporary folder beyond).
+    threads : int, optional
+        DuckDB threads (default: DuckDB's).
+    source_sql : str, optional
+        Internal: a ready FROM-clause instead of ``path`` (e.g. a set of GeoLife files).
+
+    Returns
+    -------
+    PointCounts
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "p.csv"
+    >>> _ = f.write_text("user,lat,lon\\na,0.5,0.5\\na,0.6,0.6\\na,0.7,1.5\\nb,1.5,0.5\\n")
+    >>> pc = grid_counts(f, MapGrid(0, 0, 2, 2, rows=2, cols=2), user="user", max_points=2)
+    >>> int(pc.counts.sum()), pc.counts[1, 0], pc.sensitivity
+    (3, np.int64(1), 2)
+    """
+    protects = check_choice(protects, "protects", PROTECTS)
+    if not isinstance(grid, MapGrid):
+        raise ParameterError(f"grid must be a MapGrid, got {type(grid).__name__}")
+    m = check_unit(protects, user, max_points)
+    cols = [c for c in (lat, lon, user, time) if c is not None]
+    if len(set(cols)) != len(cols):
+        raise ParameterError(f"lat, lon, user and time must be different columns, got {cols}")
+    return _grid_counts(path, grid, lat=lat, lon=lon, user=user, time=time, protects=protects,
+                        m=m, start=start, end=end, format=format, delimiter=delimiter,
+                        csv_header=csv_header, rng=rng, memory_limit=memory_limit,
+                        threads=threads, source_sql=source_sql)
+
+
+def check_unit(protects: str, user: str | None, max_points) -> int | None:
+    """Validate the protected unit; returns the per-person bound (``None`` per record)."""
+    protects = check_choice(protects, "protects", PROTECTS)
+    if protects == "user":
+        if user is None:
+            raise ParameterError("protects='user' needs the user column (--user) to bound each "
+                                 "person's points; or protect single points with "
+                                 "protects='record' (--protects record)")
+        if max_points is None:
+            raise ParameterError("protects='user' needs max_points (--max-points): a public "
+                                 "bound on the points kept per person, e.g. 20 (never derived "
+                                 "from the data)")
+        return check_int(max_points, "max_points", minimum=1)
+    if max_points is not None:
+        raise ParameterError("max_points bounds a person's points: it needs "
+                             "protects='user' (with a user column)")
+    return None
+
+
+def _grid_counts(path, grid, *, lat, lon, user, time, protects, m, start, end, format,
+                 delimiter, csv_header, rng, memory_limit, threads, source_sql) -> PointCounts:
+    g = make_rng(rng)
+    salt = int(g.integers(0, 2**62))
+    import shutil
+    import tempfile
+
+    import duckdb
+
+    tmpdir = tempfile.mkdtemp(prefix="veil-maps-duckdb-")
+    con = _connect()
+    try:
+        con.execute(f"SET memory_limit = {sql.literal(memory_limit)}")
+        con.execute(f"SET temp_directory = {sql.literal(tmpdir)}")
+        if threads is not None:
+            con.execute(f"SET threads = {check_int(threads, 'threads', minimum=1)}")
+        if source_sql is None:
+            src, fmt = point_source(con, path, lat=lat, lon=lon, user=user, time=time,
+                                    format=format, delimiter=delimiter, csv_header=csv_header)
+            desc = str(path)
+        else:
+            src, fmt, desc = source_sql, "files", str(path)
+        view = _points_view(grid, src=src, lat=lat, lon=lon,
+                            user=user if protects == "user" else None,
+                            time=time, start=start, end=end, salt=salt)
+        try:
+            need: dict[str, int] = {}
+            if m is not None:
+                con.execute(f"CREATE TEMP TABLE __thr AS {threshold_sql(view, m)}")
+                for u, ks, _n in con.sql("SELECT __u, __ks, __n FROM __thr").fetchall():
+                    t = ks[-1]
+                    need[u] = m - sum(1 for k in ks if k < t)
+            table = con.sql(count_sql(view, bounded=m is not None)).to_arrow_table()
+        except duckdb.Error as exc:
+            if source_sql is not None:
+                raise
+            delim = "\t" if delimiter is None and Path(os.fspath(path)).suffix.lower() in (
+                ".tsv", ".tab") else (delimiter or ",")
+            raise _duck_error(exc, Path(os.fspath(path)), fmt, delim, csv_header) from None
+        counts, ties, bad, outside = collect_counts(table, grid.n_cells)
+        if bad:
+            raise _first_bad_row(con, view, desc, lat, lon,
+                                 user if protects == "user" else None, time)
+        if table.num_rows == 0:
+            raise DataError("has no data rows (only a header?)", path=desc)
+        if ties:
+            counts += _allocate_ties(ties, need, grid.n_cells)
+        total_in = int(counts.sum())
+        private = {"points_outside_box_or_window": int(outside), "points_counted": total_in}
+        if m is not None:
+            users_over = con.sql("SELECT count(*), coalesce(sum(__n), 0) FROM __thr").fetchall()[0]
+            private.update({"users_over_bound": int(users_over[0]),
+                            "points_removed_by_bound": int(users_over[1]) - m * int(users_over[0])})
+    finally:
+        con.close()
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    source = {"file": os.path.basename(str(path)), "lat": lat, "lon": lon, "user": user,
+              "time": time, "window": [start, end] if (start is not None or end is not None)
+              else None, "format": fmt,
+              "outside": "points outside the box or window are not counted (their number is "
+                         "not published)"}
+    return PointCounts(counts.reshape(grid.shape), grid, protects, m, source, private)
+
+
+def read_geolife_plt(folder, grid: MapGrid) -> np.ndarray:
+    """True counts (record level) of the GeoLife ``.plt`` points under ``folder``.
+
+    The files are ``<user>/Trajectory/*.plt`` with six header lines, then ``lat,lon,0,alt,days,
+    date,time``; read through DuckDB as one glob of the (escaped) folder.
+    """
+    base = sql.glob_escape(os.path.abspath(os.fspath(folder)))
+    pattern = sql.glob(base + "/*/Trajectory/*.plt")
+    src = (f"read_csv({pattern}, skip=6, header=false, "
+           f"columns={{'lat': 'DOUBLE', 'lon': 'DOUBLE', 'zero': 'VARCHAR', 'alt': 'DOUBLE', "
+           f"'days': 'DOUBLE', 'date': 'VARCHAR', 'clock': 'VARCHAR'}})")
+    return grid_counts(folder, grid, lat="lat", lon="lon", protects="record",
+                       source_sql=src).counts
+
+
+def data_extent(path, *, lat: str = "lat", lon: str = "lon", format: str | None = None,
+                delimiter: str | None = None, csv_header: bool = True
+                ) -> tuple[float, float, float, float]:
+    """The data's own box ``(south, west, north, east)`` -- NOT private (opt-in only).
+
+    Raises a :class:`veil.errors.PrivacyWarning`: the extreme points can reveal individuals.
+    Used only when the caller opts in (``bbox='data'``, ``--bbox-from-data``).
+    """
+    from .grid import _check_box, data_extent_warning
+
+    con = _connect()
+    try:
+        src, _ = point_source(con, path, lat=lat, lon=lon, user=None, time=None,
+                              format=format, delimiter=delimiter, csv_header=csv_header)
+        la = f"TRY_CAST({sql.ident(lat)} AS DOUBLE)"
+        lo = f"TRY_CAST({sql.ident(lon)} AS DOUBLE)"
+        ok = (f"{la} BETWEEN -90 AND 90 AND {lo} BETWEEN -180 AND 180")
+        s, w, n, e = con.sql(f"SELECT min({la}), min({lo}), max({la}), max({lo}) FROM {src} "
+                             f"WHERE {ok}").fetchall()[0]
+    finally:
+        con.close()
+    if s is None:
+        raise DataError("no valid point to take an extent from", path=str(path))
+    data_extent_warning()
+    if n == s:
+        n = min(90.0, s + 1e-6)
+    if e == w:
+        e = min(180.0, w + 1e-6)
+    return _check_box(s, w, n, e, name="data extent")

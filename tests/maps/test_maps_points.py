@@ -1,0 +1,324 @@
+"""Grids and the DuckDB point counts: cells, regions, per-person bounding, bad input, Dask."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from veil.errors import DataError, ParameterError, PrivacyWarning
+from veil.maps import MapGrid, REGIONS, data_extent, grid_counts, parse_bbox, parse_shape
+from veil.random import make_rng
+
+GRID = MapGrid(0.0, 0.0, 1.0, 2.0, rows=4, cols=8)
+
+
+def _points(n=2000, users=40, seed=0):
+    g = np.random.default_rng(seed)
+    return pd.DataFrame({"user": [f"u{i}" for i in g.integers(0, users, n)],
+                         "lat": g.uniform(-0.1, 1.1, n), "lon": g.uniform(-0.1, 2.1, n),
+                         "t": g.uniform(0, 100, n)})
+
+
+def _numpy_counts(df, grid):
+    rc = grid.cell_of(df["lat"].to_numpy(), df["lon"].to_numpy())
+    ok = rc[:, 0] >= 0
+    out = np.zeros(grid.shape, dtype=np.int64)
+    np.add.at(out, (rc[ok, 0], rc[ok, 1]), 1)
+    return out
+
+
+# ----------------------------------------------------------------------------- grid
+def test_grid_validation_and_round_trip():
+    with pytest.raises(ParameterError, match="swapped"):
+        MapGrid(116.2, 39.8, 116.5, 40.0, rows=2, cols=2)
+    with pytest.raises(ParameterError, match="LAT_MAX > LAT_MIN"):
+        MapGrid(1.0, 0.0, 1.0, 1.0, rows=2, cols=2)
+    with pytest.raises(ParameterError, match="antimeridian"):
+        MapGrid(0.0, 170.0, 1.0, -170.0, rows=2, cols=2)
+    with pytest.raises(ParameterError, match="maximum"):
+        MapGrid(0.0, 0.0, 1.0, 1.0, rows=5000, cols=5000)
+    with pytest.raises(ParameterError, match="finite"):
+        MapGrid(float("nan"), 0.0, 1.0, 1.0, rows=2, cols=2)
+    assert MapGrid.from_dict(GRID.to_dict()) == GRID
+    assert parse_bbox("1,2,3,4") == (1.0, 2.0, 3.0, 4.0)
+    assert parse_shape("3x5") == (3, 5)
+    for bad in ("1,2,3", "a,b,c,d"):
+        with pytest.raises(ParameterError, match="--bbox"):
+            parse_bbox(bad)
+    with pytest.raises(ParameterError, match="unknown region 'nycc'; did you mean 'nyc'"):
+        MapGrid.from_region("nycc", 2, 2)
+    assert set(REGIONS) >= {"world", "nyc", "beijing-4th-ring", "port-veil"}
+
+
+def test_cell_of_edges():
+    rc = GRID.cell_of([0.0, 1.0, 0.999, 0.5, 1.5, -0.1], [0.0, 2.0, 1.999, 0.25, 1.0, 1.0])
+    assert rc.tolist() == [[0, 0], [3, 7], [3, 7], [2, 1], [-1, -1], [-1, -1]]
+
+
+def test_cell_size_rule():
+    g = MapGrid.from_cell_size(REGIONS["manhattan"][0], 250.0)
+    h, w = g.cell_size_m
+    assert h <= 250.0 and w <= 250.0 and h > 200 and w > 200
+
+
+# ----------------------------------------------------------------------------- record level
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "json"])
+def test_record_counts_equal_numpy(tmp_path, fmt):
+    df = _points()
+    f = tmp_path / f"p.{fmt}"
+    if fmt == "csv":
+        df.to_csv(f, index=False)
+    elif fmt == "parquet":
+        df.to_parquet(f)
+    else:
+        df.to_json(f, orient="records")
+    pc = grid_counts(f, GRID, protects="record")
+    assert np.array_equal(pc.counts, _numpy_counts(df, GRID))
+    assert pc.sensitivity == 1 and pc.protects == "record"
+    assert pc.private["points_counted"] == int(pc.counts.sum())
+    assert "points_outside_box_or_window" in pc.private
+    assert "outside" not in {k for k in pc.source if k == "points_outside_box_or_window"}
+
+
+def test_time_window(tmp_path):
+    df = _points()
+    df.to_csv(tmp_path / "p.csv", index=False)
+    pc = grid_counts(tmp_path / "p.csv", GRID, protects="record", time="t", start=20, end=60)
+    sub = df[(df["t"] >= 20) & (df["t"] < 60)]
+    assert np.array_equal(pc.counts, _numpy_counts(sub, GRID))
+    dates = pd.DataFrame({"lat": [0.1, 0.2, 0.3], "lon": [0.1, 0.2, 0.3],
+                          "when": ["2012-04-01 08:00:00", "2012-04-02 09:00:00",
+                                   "2012-04-03 10:00:00"]})
+    dates.to_csv(tmp_path / "d.csv", index=False)
+    pc = grid_counts(tmp_path / "d.csv", GRID, protects="record", time="when",
+                     start="2012-04-02", end="2012-04-03")
+    assert int(pc.counts.sum()) == 1
+    with pytest.raises(ParameterError, match="needs a time column"):
+        grid_counts(tmp_path / "p.csv", GRID, protects="record", start=1)
+    with pytest.raises(ParameterError, match="neither a number nor a date"):
+        grid_counts(tmp_path / "d.csv", GRID, protects="record", time="when", start="soon")
+
+
+# ----------------------------------------------------------------------------- per person
+def _heavy_file(tmp_path, n_heavy=10_000, seed=3):
+    """Ten light users (<= 4 points) and one user with n_heavy points in three cells."""
+    g = np.random.default_rng(seed)
+    light = []
+    for u in range(10):
+        for _ in range(1 + u % 4):
+            light.append((f"light{u}", g.uniform(0, 1), g.uniform(0, 2)))
+    cells = g.choice(3, size=n_heavy, p=[0.6, 0.3, 0.1])
+    centres = np.array([[0.1, 0.1], [0.6, 1.1], [0.9, 1.9]])
+    pts = centres[cells] + g.uniform(0, 0.05, (n_heavy, 2))
+    heavy = [("heavy", la, lo) for la, lo in pts]
+    a = pd.DataFrame(light, columns=["user", "lat", "lon"])
+    b = pd.DataFrame(light + heavy, columns=["user", "lat", "lon"])
+    a.to_csv(tmp_path / "a.csv", index=False)
+    b.to_csv(tmp_path / "b.csv", index=False)
+    return a, b
+
+
+def test_user_with_ten_thousand_points_keeps_exactly_m(tmp_path):
+    a, b = _heavy_file(tmp_path)
+    m = 7
+    ca = grid_counts(tmp_path / "a.csv", GRID, user="user", max_points=m, rng=make_rng(seed=1))
+    # light users are below the bound: nothing removed
+    assert np.array_equal(ca.counts, _numpy_counts(a, GRID))
+    heavy_cells = _numpy_counts(b[b.user == "heavy"], GRID)
+    for seed in range(8):
+        cb = grid_counts(tmp_path / "b.csv", GRID, user="user", max_points=m,
+                         rng=make_rng(seed=seed))
+        diff = cb.counts - ca.counts
+        assert diff.min() >= 0 and int(diff.sum()) == m           # exactly m kept, L1 = m
+        assert (diff <= heavy_cells).all()                        # only where they have points
+        assert cb.sensitivity == m and cb.private["users_over_bound"] == 1
+        assert cb.private["points_removed_by_bound"] == 10_000 - m
+
+
+def test_bounding_depends_only_on_the_persons_own_points(tmp_path):
+    """The coupling of the privacy argument: with the same salt, adding a person changes
+    nothing about the others' kept points."""
+    g = np.random.default_rng(5)
+    base = pd.DataFrame({"user": [f"u{i}" for i in g.integers(0, 5, 3000)],
+                         "lat": g.uniform(0, 1, 3000), "lon": g.uniform(0, 2, 3000)})
+    extra = pd.DataFrame({"user": ["new"] * 500, "lat": np.full(500, 0.99),
+                          "lon": np.full(500, 1.99)})
+    base.to_csv(tmp_path / "a.csv", index=False)
+    pd.concat([extra.iloc[:250], base, extra.iloc[250:]]).to_csv(tmp_path / "b.csv",
+                                                                index=False)
+    for seed in range(5):
+        ca = grid_counts(tmp_path / "a.csv", GRID, user="user", max_points=50,
+                         rng=make_rng(seed=seed)).counts
+        cb = grid_counts(tmp_path / "b.csv", GRID, user="user", max_points=50,
+                         rng=make_rng(seed=seed)).counts
+        d = cb - ca
+        assert d[3, 7] == 50 and int(np.abs(d).sum()) == 50
+
+
+def _chi2_uniform(hits, draws, m, n):
+    """p-value of "every point kept with probability m/n": the kept-point counts of ``draws``
+    uniform m-subsets have covariance draws p (1 - p) n / (n - 1) (I - J/n) (p = m/n), so
+    (n - 1)/n sum (h - e)^2 / (draws p (1 - p)) is chi-square with n - 1 df (CLT)."""
+    p = m / n
+    e = draws * p
+    stat = (n - 1) / n * float(((hits - e) ** 2).sum() / (draws * p * (1 - p)))
+    return stats.chi2.sf(stat, df=n - 1)
+
+
+def test_sampling_is_uniform_with_power(tmp_path):
+    """Each of a person's points is kept with probability m/n (chi-square, alpha 1e-6) -- 2000
+    people with the same 20 points, one point per cell, so the cell counts are the kept counts
+    -- and the same test rejects biased selections (the first m rows; a 3:1 west bias)."""
+    n, m, users = 20, 5, 2000
+    grid = MapGrid(0.0, 0.0, 1.0, 1.0, rows=1, cols=n)
+    lon = (np.arange(n) + 0.5) / n
+    df = pd.DataFrame({"user": np.repeat([f"p{i}" for i in range(users)], n),
+                       "lat": 0.5, "lon": np.tile(lon, users)})
+    df.to_parquet(tmp_path / "many.parquet")
+    for seed in (0, 1):
+        hits = grid_counts(tmp_path / "many.parquet", grid, user="user", max_points=m,
+                           rng=make_rng(seed=seed)).counts[0]
+        assert hits.sum() == users * m
+        assert _chi2_uniform(hits, users, m, n) > 1e-6
+    first = np.zeros(n)
+    first[:m] = users
+    assert _chi2_uniform(first, users, m, n) < 1e-6
+    g = np.random.default_rng(0)
+    w = np.r_[np.full(n // 2, 1.5), np.full(n // 2, 0.5)]
+    biased = np.zeros(n)
+    for _ in range(users):
+        biased[g.choice(n, m, replace=False, p=w / w.sum())] += 1
+    assert _chi2_uniform(biased, users, m, n) < 1e-6
+
+
+def test_identical_points_at_the_threshold_never_exceed_m(tmp_path):
+    df = pd.DataFrame({"user": ["d"] * 30 + ["e"] * 3, "lat": [0.3] * 30 + [0.6] * 3,
+                       "lon": [0.3] * 30 + [1.6] * 3})
+    df.to_csv(tmp_path / "dup.csv", index=False)
+    for seed in range(10):
+        pc = grid_counts(tmp_path / "dup.csv", GRID, user="user", max_points=4,
+                         rng=make_rng(seed=seed))
+        assert pc.counts[1, 1] == 4 and pc.counts[2, 6] == 3 and pc.counts.sum() == 7
+
+
+# ----------------------------------------------------------------------------- bad input
+def test_parameters_are_required_and_checked(tmp_path):
+    _points().to_csv(tmp_path / "p.csv", index=False)
+    f = tmp_path / "p.csv"
+    with pytest.raises(ParameterError, match="needs the user column"):
+        grid_counts(f, GRID)
+    with pytest.raises(ParameterError, match="needs max_points"):
+        grid_counts(f, GRID, user="user")
+    with pytest.raises(ParameterError, match="max_points must be >= 1"):
+        grid_counts(f, GRID, user="user", max_points=0)
+    with pytest.raises(ParameterError, match="needs protects='user'"):
+        grid_counts(f, GRID, protects="record", max_points=3)
+    with pytest.raises(ParameterError, match="protects must be one of"):
+        grid_counts(f, GRID, protects="person")
+    with pytest.raises(DataError, match=r"no such column; did you mean 'lat'"):
+        grid_counts(f, GRID, lat="Lat", protects="record")
+    with pytest.raises(DataError, match="no such file"):
+        grid_counts(tmp_path / "nope.csv", GRID, protects="record")
+
+
+@pytest.mark.parametrize("value, col, what", [("abc", "lat", "latitude"),
+                                              ("95.0", "lat", "latitude"),
+                                              ("nan", "lon", "longitude"),
+                                              ("", "user", "missing user")])
+def test_bad_rows_are_named(tmp_path, value, col, what):
+    rows = ["user,lat,lon", "a,0.1,0.1", "b,0.2,0.2", "c,0.3,0.3"]
+    parts = rows[3].split(",")
+    parts[["user", "lat", "lon"].index(col)] = value
+    rows[3] = ",".join(parts)
+    (tmp_path / "bad.csv").write_text("\n".join(rows) + "\n")
+    with pytest.raises(DataError, match=rf"row 3, column '{col}': .*{what}"):
+        grid_counts(tmp_path / "bad.csv", GRID, user="user", max_points=2)
+
+
+@pytest.mark.parametrize("name", ['la"t', "lat' OR 1=1 --", "la t", "select"])
+def test_hostile_column_names(tmp_path, name):
+    df = _points(200).rename(columns={"lat": name})
+    df.to_parquet(tmp_path / "h.parquet")
+    pc = grid_counts(tmp_path / "h.parquet", GRID, lat=name, protects="record")
+    assert np.array_equal(pc.counts, _numpy_counts(df.rename(columns={name: "lat"}), GRID))
+
+
+def test_glob_characters_in_the_path_are_literal(tmp_path):
+    df = _points(300)
+    df.to_csv(tmp_path / "p[1].csv", index=False)
+    _points(50, seed=9).to_csv(tmp_path / "p1.csv", index=False)  # a glob decoy
+    pc = grid_counts(tmp_path / "p[1].csv", GRID, protects="record")
+    assert np.array_equal(pc.counts, _numpy_counts(df, GRID))
+
+
+def test_data_extent_warns(tmp_path):
+    df = _points(100)
+    df.to_csv(tmp_path / "p.csv", index=False)
+    with pytest.warns(PrivacyWarning, match="NOT differentially private"):
+        box = data_extent(tmp_path / "p.csv")
+    assert box == (df.lat.min(), df.lon.min(), df.lat.max(), df.lon.max())
+
+
+# ----------------------------------------------------------------------------- Dask
+@pytest.fixture(scope="module")
+def dask_cluster():
+    """One local TLS cluster for the module (as veil starts them), shared by the Dask tests."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from distributed import LocalCluster
+        from distributed.security import Security
+
+        sec = Security.temporary()
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                               dashboard_address=None, security=sec, protocol="tls://",
+                               host="127.0.0.1")
+    yield cluster.scheduler_address, sec
+    cluster.close()
+
+
+def test_dask_equals_local_with_the_same_salt(tmp_path, dask_cluster):
+    from veil.maps.dask import grid_counts_dask
+
+    a, b = _heavy_file(tmp_path, n_heavy=3000)
+    big = pd.concat([b] * 3, ignore_index=True)
+    big["t"] = np.arange(len(big), dtype=float)
+    f = tmp_path / "b.parquet"
+    big.to_parquet(f, row_group_size=500)
+    for kw in (dict(protects="record"), dict(user="user", max_points=5),
+               dict(user="user", max_points=5, time="t", start=100, end=9000)):
+        local = grid_counts(f, GRID, rng=make_rng(seed=4), **kw)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # distributed's own deprecation chatter
+            dist = grid_counts_dask(f, GRID, rng=make_rng(seed=4), scheduler=dask_cluster[0],
+                                    security=dask_cluster[1], **kw)
+        assert np.array_equal(local.counts, dist.counts), kw
+        assert dist.private["partitions"] > 1
+
+
+@pytest.mark.slow  # starts its own Dask cluster (about 10 s); the library path is tested above
+def test_cli_dask_engine_equals_local(tmp_path):
+    """`veil map publish --engine dask` (its own local TLS cluster) equals the local engine."""
+    from veil.cli import main
+    from veil.maps import read_map
+
+    _, b = _heavy_file(tmp_path, n_heavy=2000)
+    b.to_parquet(tmp_path / "b.parquet", row_group_size=300)
+    outs = {}
+    for engine in ("local", "dask"):
+        extra = ["--engine", "dask", "--workers", "2"] if engine == "dask" else []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                main(["map", "publish", str(tmp_path / "b.parquet"), "--user", "user",
+                      "--max-points", "4", "--bbox", "0,0,1,2", "--grid", "4x8", "--epsilon",
+                      "1", "--method", "identity", "--seed", "3", "-o",
+                      str(tmp_path / f"{engine}.parquet"), *extra])
+            except SystemExit as exc:
+                assert exc.code in (0, None)
+        outs[engine] = read_map(tmp_path / f"{engine}.parquet")
+    assert np.array_equal(outs["local"].values, outs["dask"].values)
+    assert outs["dask"].meta["parameters"]["engine"] == "dask"
