@@ -127,7 +127,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 @pytest.mark.parametrize("value", [
     "say \"hi\" it's", "two\nlines", "cr\r\nlf", "back\\slash", "tab\there", "' \"", "\u2028",
-    "#hash", " padded ", "a=b, c:d", "", "\\n is not a newline", "x\x00y",
+    "#hash", " padded ", "a=b, c:d", "", "\\n is not a newline", "x\x00y", "-", "- x",
 ])
 def test_values_with_both_quotes_or_newlines_round_trip(value):
     c = DiversityConstraint({"weird \"col\"\n": value, "plain": "v"}, 0, 5)
@@ -140,6 +140,7 @@ def test_values_with_both_quotes_or_newlines_round_trip(value):
 @given(attr=st.text(min_size=1, max_size=8), value=st.text(max_size=12),
        lo=st.integers(0, 10**20), extra=st.integers(0, 10**20))
 def test_any_string_round_trips(attr, value, lo, extra):
+    # found by CI: attribute "-" was written plain and read back as the line's list marker
     c = DiversityConstraint({attr: value}, lo, lo + extra)
     assert parse_constraints(format_constraints([c])) == [c]
 
@@ -162,3 +163,9 @@ def test_bounds_are_exact_integers():
     c = parse_constraints(f"a=x: {big}..{big + 2}")[0]
     assert c.lo == big and c.hi == big + 2
     assert DiversityConstraint({"a": "x"}, str(big), big).lo == big
+
+
+@pytest.mark.parametrize("attr", ["-", "- a", "-\tb"])
+def test_list_marker_like_attribute_round_trips(attr):
+    c = DiversityConstraint({attr: ""}, 0, 0)
+    assert parse_constraints(format_constraints([c])) == [c]

@@ -194,7 +194,10 @@ def _fmt_value(v: str) -> str:
     ``\\r``, ``\\t``, ``\\uXXXX``), so any string round-trips, including one with both
     quote characters or a newline.
     """
-    if v and _PLAIN.match(v) and v == v.strip() and not _NEEDS_ESCAPE.search(v.replace("\\", "")):
+    # a leading "-" followed by nothing or a space reads as the list marker of a line: quote it
+    list_marker = v.startswith("-") and (len(v) == 1 or v[1].isspace())
+    if (v and not list_marker and _PLAIN.match(v) and v == v.strip()
+            and not _NEEDS_ESCAPE.search(v.replace("\\", ""))):
         return v
     return '"' + _escape(v) + '"'
 
