@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..audit import AuditResult, dp_ratio_audit, events_points, events_threshold
+from ..audit import (AuditResult, dp_ratio_audit, events_lr_levels, events_points,
+                     events_threshold)
 from ..audit.core import Event
 from ..mechanisms import geometric_mechanism
 from .basic import identity
@@ -270,6 +271,150 @@ def audit_optimized_structurefirst(seed: int = 19) -> AuditResult:
                           _e2e_events(), claimed_epsilon=EPS, n=_SG_N, seed=seed)
 
 
+# --------------------------------------------------------------------------- DAWA's partition
+# two bins: the partition is {[0,2)} (merged) or {[0,1), [1,2)}; the neighbours sit on the two
+# sides of the noise-free decision for the bucket cost 1.5: dev([2, 0]) = 2 > 1.5 > dev([2, 1]) = 1
+_DP_A, _DP_B = np.array([2, 0]), np.array([2, 1])
+_DP_COST = 1.5
+_DP_EVENTS = events_points([1, 2], key=lambda v: v)
+
+
+def _dawa_partition(x, *, use_noise=True, epsilon=EPS):
+    from .dawa import l1_partition
+
+    def sample(n, g):
+        return np.array([len(l1_partition(x, epsilon=epsilon, bucket_cost=_DP_COST, rng=g,
+                                          use_noise=use_noise)) - 1 for _ in range(n)])
+    return sample
+
+
+def audit_dawa_partition(seed: int = 21) -> AuditResult:
+    """DAWA's L1 partition alone (noisy costs, Laplace 4/eps1) at eps1 = 1."""
+    return dp_ratio_audit(_dawa_partition(_DP_A), _dawa_partition(_DP_B), _DP_EVENTS,
+                          claimed_epsilon=EPS, n=_SG_N, seed=seed)
+
+
+def canary_dawa_partition_from_true_counts(seed: int = 21) -> AuditResult:
+    """Broken: the partition is computed from the true costs (no noise).
+
+    Its outputs are deterministic, so 2,000 samples per side already fail clearly."""
+    return dp_ratio_audit(_dawa_partition(_DP_A, use_noise=False),
+                          _dawa_partition(_DP_B, use_noise=False), _DP_EVENTS,
+                          claimed_epsilon=EPS, n=2_000, seed=seed)
+
+
+def canary_dawa_partition_noise_too_small(seed: int = 21) -> AuditResult:
+    """Broken: partition noise for 16 eps1 (scale 1/(4 eps1)) while claiming eps1."""
+    return dp_ratio_audit(_dawa_partition(_DP_A, epsilon=16 * EPS),
+                          _dawa_partition(_DP_B, epsilon=16 * EPS), _DP_EVENTS,
+                          claimed_epsilon=EPS, n=_SG_N, seed=seed)
+
+
+# --------------------------------------------------------------------------- HDMM
+_HD_A, _HD_B = np.array([3, 0, 5, 2]), np.array([3, 1, 5, 2])
+
+
+def _hdmm_strategy():
+    from .hdmm import optimize_strategy
+
+    return optimize_strategy("prefix", _HD_A.size, p=1)
+
+
+def _hdmm_answers(x, scale_factor=1.0):
+    s = _hdmm_strategy()
+    return lambda n, g: s.measure(x, EPS, g, scale_factor=scale_factor, size=n)
+
+
+def _hdmm_llr_events():
+    """Likelihood-ratio level sets of the claimed model (Laplace 1/eps on every answer)."""
+    s = _hdmm_strategy()
+    mu_a, mu_b = s.answers(_HD_A), s.answers(_HD_B)
+
+    def llr(y):
+        return (np.abs(y - mu_b).sum(axis=1) - np.abs(y - mu_a).sum(axis=1)) * EPS
+    return events_lr_levels(llr, np.linspace(-0.9, 0.9, 7))
+
+
+def audit_hdmm_answers(seed: int = 22) -> AuditResult:
+    """HDMM's noisy strategy answers (the release before least squares), n = 4, p = 1."""
+    return dp_ratio_audit(_hdmm_answers(_HD_A), _hdmm_answers(_HD_B), _hdmm_llr_events(),
+                          claimed_epsilon=EPS, n=N, seed=seed)
+
+
+def canary_hdmm_sensitivity_halved(seed: int = 22) -> AuditResult:
+    """Broken: the strategy's sensitivity taken as 1/2 (noise scale halved)."""
+    return dp_ratio_audit(_hdmm_answers(_HD_A, 0.5), _hdmm_answers(_HD_B, 0.5),
+                          _hdmm_llr_events(), claimed_epsilon=EPS, n=N, seed=seed)
+
+
+def _hdmm_release(x, scale_factor=1.0):
+    s = _hdmm_strategy()
+    return lambda n, g: s.estimate(s.measure(x, EPS, g, scale_factor=scale_factor, size=n))
+
+
+def _hdmm_release_events():
+    ev = events_threshold(lambda v: v[:, 1], np.arange(-3.0, 5.0, 1.0), "bin1")
+    ev += events_threshold(lambda v: v[:, :2].sum(axis=1), np.arange(0.0, 8.0, 1.0), "bins01")
+    return ev
+
+
+def audit_hdmm(seed: int = 23) -> AuditResult:
+    """HDMM end to end: the published least-squares histogram."""
+    return dp_ratio_audit(_hdmm_release(_HD_A), _hdmm_release(_HD_B), _hdmm_release_events(),
+                          claimed_epsilon=EPS, n=N, seed=seed)
+
+
+def canary_hdmm_release_sensitivity_halved(seed: int = 23) -> AuditResult:
+    """Broken: as above, end to end."""
+    return dp_ratio_audit(_hdmm_release(_HD_A, 0.5), _hdmm_release(_HD_B, 0.5),
+                          _hdmm_release_events(), claimed_epsilon=EPS, n=N, seed=seed)
+
+
+# --------------------------------------------------------------------------- MWEM, StructureFirst
+def _mwem_events():
+    ev = events_threshold(lambda v: v[:, 1], np.arange(1.0, 6.0, 0.5), "bin1")
+    ev += events_threshold(lambda v: v[:, :2].sum(axis=1), np.arange(2.0, 10.0, 1.0), "bins01")
+    return ev
+
+
+def _mwem_broken(x, *, epsilon, rng):
+    """MWEM whose chosen query is measured without noise (canary only)."""
+    from .mwem import mwem
+
+    class _NoNoise:  # a generator whose discrete Laplace draws are all 0
+        def __init__(self, g):
+            self._g = g
+
+        def integers(self, low, high=None, size=None, dtype=np.int64):
+            return np.zeros(size, dtype=dtype) if size is not None else 0
+
+        def __getattr__(self, name):
+            return getattr(self._g, name)
+    return mwem(x, epsilon=epsilon, rounds=2, rng=_NoNoise(rng))
+
+
+def audit_mwem(seed: int = 24) -> AuditResult:
+    from .mwem import mwem
+
+    return dp_ratio_audit(_per_call(mwem, _SG_A, rounds=2), _per_call(mwem, _SG_B, rounds=2),
+                          _mwem_events(), claimed_epsilon=EPS, n=_SG_N, seed=seed)
+
+
+def canary_mwem_measurement_without_noise(seed: int = 24) -> AuditResult:
+    """Broken: the selected queries (and the total) are measured exactly."""
+    return dp_ratio_audit(_per_call(_mwem_broken, _SG_A), _per_call(_mwem_broken, _SG_B),
+                          _mwem_events(), claimed_epsilon=EPS, n=_SG_N, seed=seed)
+
+
+def audit_structurefirst_end_to_end(seed: int = 25) -> AuditResult:
+    """StructureFirst with the authors' split (default), Boost trees in the buckets."""
+    from .structurefirst import structure_first
+
+    return dp_ratio_audit(_per_call(structure_first, _SG_A, k=2, count_bound=8.0),
+                          _per_call(structure_first, _SG_B, k=2, count_bound=8.0),
+                          _e2e_events(), claimed_epsilon=EPS, n=_SG_N, seed=seed)
+
+
 AUDITS = {
     "identity": audit_identity,
     "boost": audit_boost,
@@ -280,6 +425,11 @@ AUDITS = {
     "noisefirst": audit_noisefirst,
     "dawa": audit_dawa,
     "optimized-structurefirst": audit_optimized_structurefirst,
+    "dawa/partition": audit_dawa_partition,
+    "hdmm/answers": audit_hdmm_answers,
+    "hdmm": audit_hdmm,
+    "mwem": audit_mwem,
+    "structurefirst": audit_structurefirst_end_to_end,
 }
 CANARIES = {
     "identity/half-noise": canary_identity_half_noise,
@@ -291,7 +441,14 @@ CANARIES = {
     "structurefirst/bound-from-data": canary_structurefirst_bound_from_data,
     "sort-and-group/second-step-unpaid": canary_sort_and_group_second_step_unpaid,
     "sort-and-group/true-sort": canary_sort_and_group_true_sort,
+    "dawa/partition-from-true-counts": canary_dawa_partition_from_true_counts,
+    "dawa/partition-noise-too-small": canary_dawa_partition_noise_too_small,
+    "hdmm/sensitivity-halved": canary_hdmm_sensitivity_halved,
+    "hdmm/release-sensitivity-halved": canary_hdmm_release_sensitivity_halved,
+    "mwem/measurement-without-noise": canary_mwem_measurement_without_noise,
 }
 #: audits that call the mechanism once per sample (tens of seconds): pytest.mark.slow
 SLOW = {"sort-and-group", "ahp", "sort-and-group/second-step-unpaid",
-        "sort-and-group/true-sort", "noisefirst", "dawa", "optimized-structurefirst"}
+        "sort-and-group/true-sort", "noisefirst", "dawa", "optimized-structurefirst",
+        "dawa/partition", "dawa/partition-noise-too-small", "mwem",
+        "mwem/measurement-without-noise", "structurefirst"}
