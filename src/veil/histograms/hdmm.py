@@ -27,8 +27,9 @@ step at ``O(p^2 n)`` with the implicit Gram products of
 (derivation: ``df = -tr[X^{-1} dX X^{-1} G'] + tr[X^{-1} dG']`` with
 ``dX = dB^T B + B^T dB``, ``B X^{-1} = R B``, and ``dc_j = sum_i dB_ij``).
 
-Defaults follow the paper for 1-D: ``p = n / 16`` extra queries, a uniform
-random start, L-BFGS-B with relative tolerance 1e-4. The optimizer's start is
+Defaults follow the paper for 1-D: ``p = n / 16`` extra queries (capped at 64,
+see :func:`default_p`), a uniform random start, L-BFGS-B with relative
+tolerance 1e-4. The optimizer's start is
 drawn from a fixed public seed, so the same workload always gives the same
 strategy (and a cache can reuse it); the noise comes from the caller's ``rng``.
 """
@@ -48,7 +49,7 @@ from ..validation import check_int
 from ._common import NEIGHBOURS, as_budget, as_counts, as_rng
 from .workload import RangeWorkload
 
-__all__ = ["hdmm", "HDMMStrategy", "optimize_strategy", "default_p", "linear_strategy_error",
+__all__ = ["hdmm", "HDMMStrategy", "optimize_strategy", "default_p", "P_CAP", "linear_strategy_error",
            "clear_strategy_cache"]
 
 #: relative function tolerance of L-BFGS-B (the HDMM authors' setting)
@@ -57,9 +58,23 @@ _CACHE: OrderedDict = OrderedDict()
 _CACHE_SIZE = 32
 
 
+#: the largest default number of extra strategy queries (see :func:`default_p`)
+P_CAP = 64
+
+
 def default_p(n: int) -> int:
-    """The paper's number of extra strategy queries for one attribute: ``max(1, n // 16)``."""
-    return max(1, check_int(n, "n", minimum=1) // 16)
+    """Extra strategy queries: the paper's ``n // 16`` for one attribute, at most ``P_CAP``.
+
+    Each optimizer step costs ``O(p^2 n)``; the cap keeps the one-time strategy
+    optimization at large domains to seconds (n = 4096: p = 64 instead of 256;
+    docs/benchmarks.md gives the time and the error for both choices measured).
+
+    Examples
+    --------
+    >>> default_p(64), default_p(1024), default_p(4096)
+    (4, 64, 64)
+    """
+    return max(1, min(check_int(n, "n", minimum=1) // 16, P_CAP))
 
 
 def _loss_grad(b: np.ndarray, p: int, n: int, workload: RangeWorkload, gdiag: np.ndarray):
@@ -177,7 +192,7 @@ def optimize_strategy(workload, n: int | None = None, *, p: int | None = None,
     n : int
         Number of bins (not needed for a RangeWorkload).
     p : int, optional
-        Extra strategy queries (default ``n // 16``, the paper's choice).
+        Extra strategy queries (default :func:`default_p`: ``n // 16``, at most 64).
     restarts : int
         Independent random starts; the best objective is kept.
     seed : int
@@ -278,7 +293,7 @@ def hdmm(counts, *, epsilon, workload="prefix", p: int | None = None, restarts: 
     workload : 'prefix', 'all-range' or array (q, 2) of ranges ``[lo, hi)``
         The public queries the release should answer well.
     p : int, optional
-        Extra strategy queries (default ``n // 16``).
+        Extra strategy queries (default :func:`default_p`).
     restarts : int
         Random starts of the optimizer (best kept).
     strategy : HDMMStrategy, optional
