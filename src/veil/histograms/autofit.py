@@ -56,7 +56,7 @@ def fit_rule(rows, *, datasets=None, candidates=("identity", "hb", "hdmm", "dawa
     ...         for e, m, v in [(0.01, "a", 1.0), (0.01, "b", 2.0), (1.0, "a", 3.0),
     ...                         (1.0, "b", 1.0)]]
     >>> fit_rule(rows, candidates=("a", "b"))["prefix"]
-    ((0.0, 'a'), (inf, 'b'))
+    ((-1.0, 'a'), (inf, 'b'))
     """
     idx = _index(rows)
     keep = None if datasets is None else set(datasets)
