@@ -9,8 +9,11 @@ from scipy import integrate, stats
 from veil.histograms import dawa
 from veil.histograms.dawa import (best_partition, greedy_h, interval_deviations, l1_partition,
                                   tree_gls)
+from veil.histograms.partition import HAVE_NUMBA
 from veil.histograms.workload import RangeWorkload, random_range_workload
 from veil.random import make_rng
+
+ENGINES = ["numpy"] + (["numba"] if HAVE_NUMBA else [])
 
 
 def _naive_dev(x, m, i):
@@ -18,7 +21,7 @@ def _naive_dev(x, m, i):
     return float(np.abs(w - w.mean()).sum())
 
 
-@pytest.mark.parametrize("engine", ["numpy", "numba"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_interval_deviations_are_l1_deviations_from_the_mean(engine):
     rng = np.random.default_rng(0)
     x = rng.poisson(3, 37)
@@ -47,7 +50,7 @@ def _all_partitions(n, lengths):
     return out
 
 
-@pytest.mark.parametrize("engine", ["numpy", "numba"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_best_partition_equals_brute_force(engine):
     rng = np.random.default_rng(1)
     for _ in range(60):

@@ -212,7 +212,7 @@ def bench(
     n: Optional[int] = typer.Option(None, "--n", help="Coarsen the 4096-bin datasets to n bins."),
     datasets: Optional[str] = typer.Option(None, "--datasets", help="Comma-separated DPBench "
                                            "names, or 'classic' (the seven classic ones)."),
-    quick: bool = typer.Option(False, "--quick", help="3 datasets at n = 1024, 1 trial, "
+    quick: bool = typer.Option(False, "--quick", help="3 datasets at n = 256, 1 trial, "
                                "2 eps, 2 scales, few repeats."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write rows as JSON "
                                           "(and the error-vs-scale plot next to it as .png)."),

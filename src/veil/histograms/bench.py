@@ -332,7 +332,7 @@ def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, trials=10, re
         out["speed"] = speed_benchmark(shape=shape, repeats=1 if quick else repeats,
                                        reference_4096=not quick, log=log)
     if hdmm:
-        out["hdmm"] = hdmm_benchmark(ns=(256,) if quick else (256, 1024),
+        out["hdmm"] = hdmm_benchmark(ns=(64,) if quick else (256, 1024),
                                      runs=50 if quick else 200, log=log)
     rows = None
     if accuracy:
@@ -341,7 +341,7 @@ def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, trials=10, re
             datasets = datasets or ["HEPTH.n4096", "INCOME.n4096", "NETTRACE.n4096"]
             kw = dict(epsilons=(0.1, 1.0), scales=(10**3, 10**5))
             trials = 1
-            n = n or 1024
+            n = n or 256
         if epsilons:
             kw["epsilons"] = tuple(epsilons)
         if scales:
