@@ -320,7 +320,7 @@ def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, trials=10, re
     import json
     from pathlib import Path
 
-    from .evaluation import DPBENCH_CLASSIC, EvalRow, load_dpbench
+    from .evaluation import DPBENCH_CLASSIC, load_dpbench
 
     if not (speed or hdmm or accuracy or fit_auto):
         speed = hdmm = accuracy = True
@@ -353,9 +353,56 @@ def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, trials=10, re
         if output is not None:
             plot_error_vs_scale(rows, Path(output).with_suffix(".png"))
     if fit_auto is not None:
-        data = json.loads(Path(fit_auto).read_text())
-        rows = [EvalRow.from_dict(d) for d in data["accuracy"]]
+        paths = fit_auto if isinstance(fit_auto, (list, tuple)) else [fit_auto]
+        rows = load_rows(paths)
         out["auto"] = auto_report(rows, log=log)
+        from .evaluation import format_table
+
+        for w in sorted({r.workload for r in rows}):
+            log(f"\n## scaled error, {w} workload (geometric mean over datasets)\n"
+                + format_table(rows, workload=w))
+            log(ratio_table(rows, [("optimized-structurefirst / structurefirst",
+                                    "optimized-structurefirst", "structurefirst"),
+                                   ("hdmm / hb", "hdmm", "hb"), ("dawa / hb", "dawa", "hb"),
+                                   ("mwem / identity", "mwem", "identity")], workload=w))
     if output is not None:
         Path(output).write_text(json.dumps(out, indent=1, default=float))
     return out
+
+
+def ratio_table(rows, pairs, *, workload: str = "prefix") -> str:
+    """Markdown rows ``label | geomean over datasets of err(num)/err(den)`` per (scale, eps).
+
+    ``pairs`` is a list of ``(label, numerator method, denominator method)``; the ratio is
+    taken per dataset (same inputs) and summarised by the geometric mean and the maximum.
+    """
+    from .evaluation import geomean
+
+    keys = sorted({(r.scale, r.epsilon) for r in rows if r.workload == workload})
+    idx = {(r.dataset, r.method, r.scale, r.epsilon): r.error for r in rows
+           if r.workload == workload}
+    ds = sorted({r.dataset for r in rows})
+    head = "| ratio (geo. mean; max over datasets) | " + " | ".join(
+        f"{s:.0e} / {e:g}" for s, e in keys) + " |"
+    lines = [head, "|---|" + "---|" * len(keys)]
+    for label, num, den in pairs:
+        cells = []
+        for s, e in keys:
+            v = [idx[(d, num, s, e)] / idx[(d, den, s, e)] for d in ds
+                 if (d, num, s, e) in idx and (d, den, s, e) in idx]
+            cells.append(f"{geomean(v):.2f}; {max(v):.2f}" if v else "-")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def load_rows(paths) -> list:
+    """Evaluation rows from one or more ``--json`` files (merged; later files add rows)."""
+    import json
+    from pathlib import Path
+
+    from .evaluation import EvalRow
+
+    rows = []
+    for p in paths:
+        rows += [EvalRow.from_dict(d) for d in json.loads(Path(p).read_text())["accuracy"]]
+    return rows

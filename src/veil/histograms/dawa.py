@@ -311,16 +311,15 @@ def greedy_h(edges, workload, *, criterion: str = "dawa") -> GreedyHStrategy:
         qpos = {int(s): i for i, s in enumerate(seg)}
         M = np.array([quad_all[qpos[int(e[lo[v]])]] for v in nodes])
         internal = left[nodes] >= 0
+        M1 = np.zeros(nodes.size)            # the children's own blocks (no cross terms)
         if criterion == "dawa" and internal.any():
             ch = np.concatenate((left[nodes[internal]], right[nodes[internal]]))
             cseg = np.unique(np.concatenate(([0], e[lo[ch]], e[hi[ch]])))
             cseg = cseg[cseg < n]
             cq = w.block_quadratic(vec, cseg)
-            cpos = {int(s): i for i, s in enumerate(cseg)}
-            M1 = np.array([cq[cpos[int(e[lo[v]])]] if lv >= 0 else 0.0
-                           for v, lv in zip(nodes, left[nodes])])
-            M1 += np.array([cq[cpos[int(e[lo[right[v]]])]] if right[v] >= 0 else 0.0
-                            for v in nodes])
+            at = {int(s): float(v) for s, v in zip(cseg, cq)}  # segment start -> quadratic
+            M1[internal] = [at[int(e[lo[left[v]]])] + at[int(e[lo[right[v]]])]
+                            for v in nodes[internal]]
         for t, v in enumerate(nodes):
             v = int(v)
             if left[v] < 0:                # a leaf: its own query, weight 1 (relative)
