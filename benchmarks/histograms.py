@@ -9,6 +9,7 @@ Usage (from the project root; BLAS runs single-threaded, see below)::
     VEIL_SHARED=/work/shared python benchmarks/histograms.py --accuracy --n 1024 \\
         --datasets classic --trials 20 --json classic.json   # the 7 classic at n = 1024
     VEIL_SHARED=/work/shared python benchmarks/histograms.py --fit-auto acc.json
+    VEIL_SHARED=/work/shared python benchmarks/histograms.py --calibrate-dawa --n 1024
     VEIL_SHARED=/work/shared python benchmarks/histograms.py --baseline --src ../main/src \
         --n 1024 --datasets classic --methods dawa ahp structurefirst --json base.json
 
@@ -112,6 +113,8 @@ def main(argv=None) -> int:
     ap.add_argument("--fit-auto", type=Path, nargs="+", default=None, metavar="ROWS.json",
                     help="fit the auto rule on --json files of accuracy runs (merged); print "
                          "the tables and ratios")
+    ap.add_argument("--calibrate-dawa", action="store_true",
+                    help="DAWA's error for selection penalties 0-4 (how 2.5 was chosen)")
     ap.add_argument("--trials", type=int, default=10, help="trials per setting (accuracy)")
     ap.add_argument("--repeats", type=int, default=3, help="timing repeats (median)")
     ap.add_argument("--n", type=int, default=None, help="coarsen the datasets to n bins")
@@ -131,6 +134,7 @@ def main(argv=None) -> int:
         return baseline(a)
     from veil.histograms.bench import run
     run(speed=a.speed, hdmm=a.hdmm, accuracy=a.accuracy, fit_auto=a.fit_auto,
+        calibrate_dawa=a.calibrate_dawa,
         trials=a.trials, repeats=a.repeats, n=a.n, datasets=a.datasets, methods=a.methods,
         epsilons=a.epsilons, scales=a.scales, output=a.json, seed=a.seed, log=print)
     return 0

@@ -313,7 +313,8 @@ def auto_report(rows, *, folds: int = 3, log=print) -> dict:
             "held_out": held, "in_sample": full, "summary": summary}
 
 
-def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, trials=10, repeats=3,
+def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, calibrate_dawa=False,
+        trials=10, repeats=3,
         n=None, datasets=None, methods=None, epsilons=None, scales=None, output=None,
         quick=False, seed=0, log=print) -> dict:
     """Driver behind ``benchmarks/histograms.py`` and ``veil bench histograms``."""
@@ -322,8 +323,11 @@ def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, trials=10, re
 
     from .evaluation import DPBENCH_CLASSIC, load_dpbench
 
-    if not (speed or hdmm or accuracy or fit_auto):
+    if not (speed or hdmm or accuracy or fit_auto or calibrate_dawa):
         speed = hdmm = accuracy = True
+    if calibrate_dawa:
+        return {"dawa_penalty": dawa_penalty_calibration(
+            n=n or 1024, trials=3, datasets=datasets, log=log)}
     if datasets == ["classic"]:
         datasets = list(DPBENCH_CLASSIC)
     out: dict = {}
@@ -406,3 +410,58 @@ def load_rows(paths) -> list:
     for p in paths:
         rows += [EvalRow.from_dict(d) for d in json.loads(Path(p).read_text())["accuracy"]]
     return rows
+
+
+def dawa_penalty_calibration(*, penalties=(0.0, 1.0, 2.0, 2.5, 3.0, 4.0), n: int = 1024,
+                             trials: int = 3, epsilons=(0.01, 0.1, 1.0, 10.0),
+                             scales=(10**3, 10**5, 10**7), datasets=None, seed: int = 7,
+                             log=print) -> dict:
+    """DAWA's error for several selection penalties (units of the partition noise scale).
+
+    For each workload and (scale, eps): the geometric mean over datasets of DAWA's
+    scaled error with each penalty, divided by the best penalty's; the summary row is
+    the geometric mean of those ratios over the settings (what
+    :data:`veil.histograms.dawa.SELECTION_PENALTY` was chosen by).
+    """
+    from .dawa import dawa
+    from .evaluation import geomean, load_dpbench
+    from .workload import prefix_workload, random_range_workload, scaled_error
+
+    shapes = load_dpbench(datasets, n=n)
+    g = make_rng(seed=seed)  # experiments only
+    wl = {"prefix": prefix_workload(n),
+          "random": random_range_workload(n, size=2000, rng=np.random.default_rng(n))}
+    err: dict = {}
+    for name, shape in shapes.items():
+        for scale in scales:
+            for _ in range(trials):
+                x = resample_to_scale(shape, int(scale), rng=g)
+                for eps in epsilons:
+                    e1, e2 = 0.25 * eps, 0.75 * eps
+                    for k in penalties:
+                        for w, q in wl.items():
+                            r = dawa(x, epsilon=eps, workload="prefix" if w == "prefix" else q,
+                                     bucket_cost=1.0 / e2 + k * 4.0 / e1, rng=g)
+                            err.setdefault((w, scale, eps, k, name), []).append(
+                                scaled_error(q, x, r.value))
+        log(f"  {name}")
+    tables = {}
+    for w in wl:
+        head = "| eps x scale (scale / eps) | " + " | ".join(f"{k:g}" for k in penalties) + " |"
+        lines = [head, "|---|" + "---|" * len(penalties)]
+        logs = {k: [] for k in penalties}
+        for scale, eps in sorted({(s, e) for s in scales for e in epsilons},
+                                 key=lambda t: (t[0] * t[1], t[0])):
+            geo = {k: geomean(np.mean(err[(w, scale, eps, k, d)]) for d in shapes)
+                   for k in penalties}
+            best = min(geo.values())
+            for k in penalties:
+                logs[k].append(math.log(geo[k] / best))
+            lines.append(f"| {eps * scale:g} ({scale:.0e} / {eps:g}) | " + " | ".join(
+                f"{geo[k] / best:.2f}" for k in penalties) + " |")
+        lines.append("| geometric mean over settings | " + " | ".join(
+            f"{math.exp(np.mean(logs[k])):.2f}" for k in penalties) + " |")
+        tables[w] = "\n".join(lines)
+        log(f"\n## DAWA: error / best penalty's, {w} workload ({len(shapes)} datasets, n = {n}, "
+            f"{trials} trials)\n" + tables[w])
+    return tables
