@@ -21,11 +21,13 @@ METHODS = ("identity", "noisefirst", "structurefirst", "optimized-structurefirst
 #: methods that take the public ``workload`` they should answer well
 WORKLOAD_AWARE = ("dawa", "hdmm", "mwem")
 
-#: ``auto``'s rule: per workload class, ``(upper bound on log10(signal), method)`` in order,
+#: ``auto``'s rule: Identity from ``exact_epsilon`` on; below it, per workload class,
+#: ``(upper bound on log10(signal), method)`` in order,
 #: ``signal = epsilon * N / n`` (records per bin in units of the noise scale ``1/epsilon``,
 #: ``N`` the public records bound or the DP estimate of the total). Fitted offline on the
 #: 18 DPBench 1-D datasets (``veil bench histograms --fit-auto``; docs/benchmarks.md).
 AUTO_RULE = {
+    "exact_epsilon": 3.162278,
     "prefix": ((-1.5, "mwem"), (0.5, "dawa"), (math.inf, "hdmm")),
     "ranges": ((-1.5, "mwem"), (0.5, "dawa"), (math.inf, "hdmm")),
 }
@@ -52,9 +54,11 @@ def choose_method(*, n: int, epsilon: float, records_bound: float | None,
     The rule reads only public quantities: the number of bins ``n``, epsilon, the
     workload's class (prefix, or other ranges) and ``records_bound``, a public
     bound on the number of records (or a differentially private estimate of it,
-    which ``publish`` buys when no bound is given). With ``signal = epsilon * N / n``
-    it walks :data:`AUTO_RULE` for the workload class and returns the first
-    method whose upper bound on ``log10(signal)`` is above the signal's.
+    which ``publish`` buys when no bound is given). From ``AUTO_RULE["exact_epsilon"]``
+    on it returns Identity (its exact discrete noise is then 0 in almost every
+    bin); below, with ``signal = epsilon * N / n``, it walks :data:`AUTO_RULE` for
+    the workload class and returns the first method whose upper bound on
+    ``log10(signal)`` is above the signal's.
 
     Examples
     --------
@@ -64,6 +68,11 @@ def choose_method(*, n: int, epsilon: float, records_bound: float | None,
     'hdmm'
     """
     rule = AUTO_RULE if rule is None else rule
+    exact = rule.get("exact_epsilon", math.inf)
+    if epsilon >= exact:
+        a = math.exp(-epsilon)
+        return "identity", (f"epsilon {epsilon:g} >= {exact:g}: discrete Laplace noise is 0 in "
+                            f"all but {100 * 2 * a / (1 + a):.2g} % of bins: identity")
     if records_bound is None:
         raise ParameterError("choose_method needs records_bound (a public bound or a DP "
                              "estimate of the number of records)")
@@ -121,7 +130,11 @@ def publish(counts, *, epsilon, method: str = "auto", rng=None, records_bound=No
         g = as_rng(rng)
         rng = g
         wl = params.pop("workload", "prefix")
-        if records_bound is not None:
+        if b.epsilon >= AUTO_RULE.get("exact_epsilon", math.inf):  # no total needed
+            N = float(records_bound) if records_bound is not None else 1.0
+            inner = b
+            pre_params = {}
+        elif records_bound is not None:
             N = check_positive(records_bound, "records_bound")
             inner = b
             pre_params = {"auto_records_bound": N}

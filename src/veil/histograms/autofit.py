@@ -1,15 +1,21 @@
 """Offline fit and held-out evaluation of the public ``auto`` rule (DPBench rows).
 
-The rule (:data:`veil.histograms.api.AUTO_RULE`) maps the workload class and
-``log10(signal)``, ``signal = epsilon * N / n``, to a method. It is fitted on
-the per-dataset errors of an evaluation run (:func:`veil.histograms.evaluation.evaluate`,
-every candidate method on the same re-sampled histograms):
+The rule (:data:`veil.histograms.api.AUTO_RULE`) maps epsilon, the workload
+class and ``log10(signal)``, ``signal = epsilon * N / n``, to a method. It is
+fitted on the per-dataset errors of an evaluation run
+(:func:`veil.histograms.evaluation.evaluate`, every candidate method on the same
+re-sampled histograms):
 
-1. for each workload class and each signal level present in the training rows,
+0. from some epsilon on, Identity's exact discrete noise is 0 in almost every
+   bin and it is best whatever the signal: the smallest epsilon level from which
+   Identity is the least-cost candidate at every signal level (threshold halfway,
+   geometrically, to the next lower level) -- ``exact_epsilon``;
+1. below it, for each workload class and each signal level in the training rows,
    every candidate's cost is the mean over the training datasets and settings at
    that level of ``log(error / best error)``, where *best* is the least error of
    any method evaluated for that dataset and setting; the level gets the
-   candidate of least cost;
+   candidate of least cost (errors below one record per query, ``1/scale``, count
+   as exact and equal);
 2. consecutive levels with the same choice are merged and the boundaries put
    halfway (in ``log10``) between adjacent levels with different choices.
 
@@ -32,6 +38,16 @@ __all__ = ["fit_rule", "apply_rule", "evaluate_rule", "cross_validate", "CLASS_O
 CLASS_OF_WORKLOAD = {"prefix": "prefix", "random": "ranges"}
 
 
+def _ratio(a: float, b: float, scale: float) -> float:
+    """``a / b`` for scaled errors, both floored at one record per query (``1 / scale``).
+
+    Releases within a record of exact (discrete noise at large epsilon is 0 in almost
+    every bin) count as equally good instead of giving ratios like 1e-9 / 0.
+    """
+    f = 1.0 / scale
+    return max(a, f) / max(b, f)
+
+
 def _index(rows):
     """{(class, level, eps, scale, dataset): {method: error}} with level = round(log10 s, 6)."""
     out: dict = {}
@@ -45,9 +61,46 @@ def _index(rows):
     return out
 
 
+def _fit_exact_epsilon(idx, keep, candidates) -> float:
+    """The smallest epsilon from which Identity is the best candidate at every signal level.
+
+    Identity's exact discrete Laplace noise is 0 in all but a fraction ``2a/(1+a)``
+    (``a = e^-eps``) of the bins, whatever the number of records, so above some epsilon
+    it beats every method that adds continuous noise; that depends on epsilon, not on
+    the signal. The threshold is put halfway (geometrically) between the largest
+    epsilon where Identity loses somewhere and the next epsilon level.
+    """
+    levels = sorted({k[2] for k in idx})
+    wins = []
+    for eps in levels:
+        cells = [v for k, v in idx.items() if k[2] == eps and (keep is None or k[4] in keep)]
+        ok = True
+        for lv in sorted({k[1] for k in idx if k[2] == eps}):
+            sub = [(k[3], v) for k, v in idx.items() if k[2] == eps and k[1] == lv
+                   and (keep is None or k[4] in keep)]
+            cost = {m: float(np.mean([math.log(_ratio(c[m], min(c.values()), sc))
+                                      for (sc, c) in sub]))
+                    for m in candidates if all(m in c for _, c in sub)}
+            ok &= bool(cost) and min(cost, key=cost.get) == "identity"
+        wins.append(bool(cells) and ok)
+    # the longest run of winning levels at the top
+    k = len(levels)
+    while k > 0 and wins[k - 1]:
+        k -= 1
+    if k == len(levels):
+        return math.inf
+    if k == 0:
+        return 0.0
+    return float(round(math.sqrt(levels[k - 1] * levels[k]), 6))
+
+
 def fit_rule(rows, *, datasets=None, candidates=("identity", "hb", "hdmm", "dawa", "mwem")
              ) -> dict:
-    """Fit the step rule on the rows of the given datasets (all by default); see module doc.
+    """Fit the rule on the rows of the given datasets (all by default); see the module doc.
+
+    Returns ``{"exact_epsilon": E, "prefix": steps, "ranges": steps}``: Identity from
+    epsilon ``E`` on (see :func:`_fit_exact_epsilon`), below it the step function of
+    ``log10(signal)`` fitted on the cells with epsilon below ``E``.
 
     Examples
     --------
@@ -60,18 +113,19 @@ def fit_rule(rows, *, datasets=None, candidates=("identity", "hb", "hdmm", "dawa
     """
     idx = _index(rows)
     keep = None if datasets is None else set(datasets)
-    rule = {}
+    exact = _fit_exact_epsilon(idx, keep, candidates) if "identity" in candidates else math.inf
+    rule: dict = {"exact_epsilon": exact}
     for cls in sorted({k[0] for k in idx}):
-        levels = sorted({k[1] for k in idx if k[0] == cls})
+        levels = sorted({k[1] for k in idx if k[0] == cls and k[2] < exact})
         choice = []
         for lv in levels:
-            cells = [v for k, v in idx.items() if k[0] == cls and k[1] == lv
-                     and (keep is None or k[4] in keep)]
+            cells = [(k[3], v) for k, v in idx.items() if k[0] == cls and k[1] == lv
+                     and k[2] < exact and (keep is None or k[4] in keep)]
             if not cells:
                 continue
             cost = {}
             for m in candidates:
-                vals = [math.log(c[m] / min(c.values())) for c in cells if m in c]
+                vals = [math.log(_ratio(c[m], min(c.values()), sc)) for sc, c in cells if m in c]
                 if len(vals) == len(cells):
                     cost[m] = float(np.mean(vals))
             if not cost:
@@ -86,8 +140,10 @@ def fit_rule(rows, *, datasets=None, candidates=("identity", "hb", "hdmm", "dawa
     return rule
 
 
-def apply_rule(rule: dict, cls: str, log_signal: float) -> str:
-    """The method a rule picks for a workload class at ``log10(signal)``."""
+def apply_rule(rule: dict, cls: str, log_signal: float, epsilon: float = 0.0) -> str:
+    """The method a rule picks for a workload class at ``log10(signal)`` and ``epsilon``."""
+    if epsilon >= rule.get("exact_epsilon", math.inf):
+        return "identity"
     for upper, m in rule[cls]:
         if log_signal < upper:
             return m
@@ -101,15 +157,15 @@ def evaluate_rule(rows, rule: dict, *, datasets=None) -> list[dict]:
     for (cls, lv, eps, scale, d), errs in sorted(idx.items()):
         if datasets is not None and d not in datasets:
             continue
-        m = apply_rule(rule, cls, lv)
+        m = apply_rule(rule, cls, lv, eps)
         if m not in errs:
             continue
         best = min(errs, key=errs.get)
         out.append({"dataset": d, "class": cls, "epsilon": eps, "scale": scale,
                     "log10_signal": lv, "chosen": m, "best": best,
-                    "over_best": errs[m] / errs[best],
-                    "over_identity": errs[m] / errs["identity"] if "identity" in errs
-                    else float("nan")})
+                    "over_best": _ratio(errs[m], errs[best], scale),
+                    "over_identity": _ratio(errs[m], errs["identity"], scale)
+                    if "identity" in errs else float("nan")})
     return out
 
 

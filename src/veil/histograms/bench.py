@@ -286,12 +286,14 @@ def plot_accuracy(rows, path, *, scale: int = 10**5, workload: str = "prefix") -
     plt.close(fig)
 
 
-def auto_report(rows, *, folds: int = 3, log=print) -> dict:
+def auto_report(rows, *, folds: int = 3, candidates=("identity", "hb", "hdmm", "dawa", "mwem"),
+                log=print) -> dict:
     """Fit the ``auto`` rule on all rows and cross-validate it by dataset; log a summary."""
     from .autofit import cross_validate, evaluate_rule, fit_rule
 
-    rule = fit_rule(rows)
-    rules, held = cross_validate(rows, folds=folds)
+    rule = fit_rule(rows, candidates=candidates)
+    rules, held = cross_validate(rows, folds=folds, candidates=candidates)
+    log(f"# auto candidates: {', '.join(candidates)}")
     full = evaluate_rule(rows, rule)
     log(f"# auto rule fitted on all datasets: {rule}")
     for r in rules:
@@ -307,9 +309,10 @@ def auto_report(rows, *, folds: int = 3, log=print) -> dict:
                         "max_over_identity": float(oi.max()),
                         "share_not_worse_than_identity": float(np.mean(oi <= 1.0))}
         log(f"# held out, {cls}: " + ", ".join(f"{k} {v:.3g}" for k, v in summary[cls].items()))
-    return {"rule": {k: [[u, m] for u, m in v] for k, v in rule.items()},
-            "folds": [{**r, "rule": {k: [[u, m] for u, m in v] for k, v in r["rule"].items()}}
-                      for r in rules],
+    def js(rl):  # JSON-friendly rule
+        return {k: (v if isinstance(v, float) else [[u, m] for u, m in v]) for k, v in rl.items()}
+
+    return {"rule": js(rule), "folds": [{**r, "rule": js(r["rule"])} for r in rules],
             "held_out": held, "in_sample": full, "summary": summary}
 
 
@@ -400,16 +403,18 @@ def ratio_table(rows, pairs, *, workload: str = "prefix") -> str:
 
 
 def load_rows(paths) -> list:
-    """Evaluation rows from one or more ``--json`` files (merged; later files add rows)."""
+    """Evaluation rows from one or more ``--json`` files, merged (later files win per cell)."""
     import json
     from pathlib import Path
 
     from .evaluation import EvalRow
 
-    rows = []
-    for p in paths:
-        rows += [EvalRow.from_dict(d) for d in json.loads(Path(p).read_text())["accuracy"]]
-    return rows
+    rows: dict = {}
+    for p in paths:  # a later file's row replaces an earlier one for the same cell
+        for d in json.loads(Path(p).read_text())["accuracy"]:
+            r = EvalRow.from_dict(d)
+            rows[(r.dataset, r.method, r.epsilon, r.scale, r.workload, r.n)] = r
+    return list(rows.values())
 
 
 def dawa_penalty_calibration(*, penalties=(0.0, 1.0, 2.0, 2.5, 3.0, 4.0), n: int = 1024,

@@ -34,6 +34,33 @@ def _answers(x: np.ndarray, q: np.ndarray) -> np.ndarray:
     return P[q[:, 1]] - P[q[:, 0]]
 
 
+def _mwem(x, q, eps0, eps_t, T, updates, g, *, noise: bool = True):
+    """MWEM's loop; ``noise=False`` (NOT private) measures exactly: for the audit's canary."""
+    def measure(values, eps):
+        if not noise:
+            return np.asarray(values, dtype=np.int64)
+        return noisy_integers(np.asarray(values, dtype=np.int64), eps, g)[0]
+
+    n = x.size
+    N = max(float(measure([x.sum()], eps0)[0]), 1.0)
+    A = np.full(n, N / n)
+    true_ans = _answers(x, q)
+    chosen, meas = [], []
+    for _ in range(T):
+        score = np.abs(_answers(A, q) - true_ans)
+        p = exponential_mechanism_probabilities(score, epsilon=eps_t, sensitivity=1.0)
+        j = int(g.choice(q.shape[0], p=p))
+        chosen.append(j)
+        meas.append(float(measure([int(true_ans[j])], eps_t)[0]))
+        for _ in range(updates):
+            for jj, mm in zip(chosen, meas):  # T * updates small O(n) updates
+                lo, hi = q[jj]
+                err = mm - A[lo:hi].sum()
+                A[lo:hi] *= math.exp(max(min(err / (2.0 * N), 50.0), -50.0))
+                A *= N / A.sum()
+    return A, chosen
+
+
 def mwem(counts, *, epsilon, workload="prefix", rounds: int = 10, total_fraction: float = 0.05,
          updates: int = 10, rng=None) -> Release:
     """MWEM: exponential-mechanism query selection, noisy measurement, multiplicative weights.
@@ -79,29 +106,11 @@ def mwem(counts, *, epsilon, workload="prefix", rounds: int = 10, total_fraction
         raise ParameterError("mwem selects among explicit queries: use 'prefix' or an array of "
                              "ranges, not 'all-range'")
     q = w.queries
-    g = as_rng(rng)
     eps0, rest = (p.epsilon for p in b.split([frac, 1.0 - frac]))
     eps_t = rest / (2 * T)
     while eps0 + 2 * T * eps_t > b.epsilon:  # never spend more than epsilon (rounding)
         eps_t = math.nextafter(eps_t, 0.0)
-    noisy_total, _, _ = noisy_integers(np.array([x.sum()]), eps0, g)
-    N = max(float(noisy_total[0]), 1.0)
-    A = np.full(n, N / n)
-    true_ans = _answers(x, q)
-    chosen, meas = [], []
-    for _ in range(T):
-        score = np.abs(_answers(A, q) - true_ans)
-        p = exponential_mechanism_probabilities(score, epsilon=eps_t, sensitivity=1.0)
-        j = int(g.choice(q.shape[0], p=p))
-        m, _, _ = noisy_integers(np.array([int(true_ans[j])]), eps_t, g)
-        chosen.append(j)
-        meas.append(float(m[0]))
-        for _ in range(updates):
-            for jj, mm in zip(chosen, meas):  # T * updates small O(n) updates
-                lo, hi = q[jj]
-                err = mm - A[lo:hi].sum()
-                A[lo:hi] *= math.exp(max(min(err / (2.0 * N), 50.0), -50.0))
-                A *= N / A.sum()
+    A, chosen = _mwem(x, q, eps0, eps_t, T, updates, as_rng(rng))
     return Release(A, "mwem", b,
                    {"n": n, "workload": w.describe(), "rounds": T, "updates": updates,
                     "total_fraction": frac, "selected": [q[j].tolist() for j in chosen]},

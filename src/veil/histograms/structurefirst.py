@@ -34,7 +34,8 @@ __all__ = ["structure_first", "optimized_structure_first", "private_structure", 
            "NEIGHBOUR_VARIATION"]
 
 #: optimized StructureFirst's public model: neighbouring bins differ by this times the mean count
-NEIGHBOUR_VARIATION = 1.0
+#: (calibrated on the DPBench prefix runs: averaging stops paying between eps N/n = 0.1 and 1)
+NEIGHBOUR_VARIATION = 5.0
 
 #: the authors' budget search tries eps1 = j * eps / AUTHORS_GRID, j = 1, 2, ... (below eps)
 AUTHORS_GRID = 20
@@ -281,25 +282,31 @@ def optimal_structure_fraction(*, n: int, k: int, count_bound: float, epsilon: f
       drawn at random, ``C``: every non-first bin of a bucket deviates from the
       bucket mean by about the spread between neighbouring bins. veil's model of
       that spread is public: neighbouring bins differ by ``gamma`` times the
-      mean count ``N/n`` (``gamma = neighbour_variation = 1``), so
+      mean count ``N/n`` (``gamma = neighbour_variation``), so
       ``C = gamma^2 (n - k) (N/n)^2`` with ``N = records_bound``; without a
       records bound only ``F`` is known and ``C = (n - k) F^2 / 4`` (the largest
       variance of values in ``[0, F]``). Hence ``S(r) = min(A / (r eps), C)``.
-    * Drawing no structure at all (``k = n``, ``r = 0``) costs Identity's
-      ``2 n / eps^2``.
+    * Not averaging at all keeps every bin's own noise, ``2 n / eps^2`` for
+      counts measured with the whole budget.
 
     The rule returns the ``r`` minimising ``S(r) + V(r)`` on a grid of
-    ``[0.05, 0.95]`` unless Identity's ``2 n / eps^2`` is smaller, then 0. Why
-    this is right at every scale: the earlier rule capped ``S`` by the worst
-    case ``F N``, which at ``F = N = 10^7`` is so large that the exponential
-    mechanism's bound always looked better and 95 % of the budget went to a
-    structure that, with sensitivity ``2F+1``, is drawn nearly at random; the
-    bias of averaging over random buckets then grows with ``N^2`` while the noise
-    does not. Here the random-structure cost ``C`` grows as ``(N/n)^2`` and is
-    compared with the noise it saves: averaging is chosen only while
-    ``eps N / n`` is below about ``sqrt(2) / gamma`` (counts per bin smaller
-    than the noise), and then the structure gets the smallest share (its
-    bound ``A / (r eps)`` exceeds ``C`` at every ``r``) unless ``F`` is small.
+    ``[0.05, 0.95]`` unless the ``2 n / eps^2`` of not averaging is smaller,
+    then 0 (:func:`optimized_structure_first` then draws no structure and
+    publishes the counts through one Boost tree, StructureFirst's per-bucket
+    tree with a single bucket). Why this is right at every scale: the earlier
+    rule capped ``S`` by the worst case ``F N``, which at ``F = N = 10^7`` is so
+    large that the exponential mechanism's bound always looked better and 95 %
+    of the budget went to a structure that, with sensitivity ``2F+1``, is drawn
+    nearly at random; the bias of averaging over random buckets then grows with
+    ``N^2`` while the noise does not. Here the random-structure cost ``C`` grows
+    as ``(N/n)^2`` and is compared with the noise it saves: averaging is chosen
+    only while ``eps N / n`` is below about ``1.5 / gamma`` (n = 1024, k = 103;
+    counts per bin well below the noise), and then the structure gets the
+    smallest share (its bound ``A / (r eps)`` exceeds ``C`` at every ``r``)
+    unless ``F`` is small. ``gamma = 5`` puts that threshold at ``eps N / n``
+    of about 0.3: on the DPBench histograms (prefix ranges, n = 1024) averaging
+    beat the single tree at 0.1 and lost at 1 (docs/benchmarks.md); real
+    histograms are spiky, so neighbouring bins differ by several times the mean.
 
     Examples
     --------
@@ -341,7 +348,10 @@ def optimized_structure_first(counts, *, epsilon, k: int | None = None, count_bo
     :func:`optimal_structure_fraction` (a function of the public ``n``, ``k``,
     ``F``, ``epsilon`` and, if given, the public bound ``records_bound`` on the
     number of records only; its derivation is in that docstring) -- when it
-    returns 0 no structure is drawn and every bin is its own group; (2) the V-optimal DP for the optimal grouping on
+    returns 0, averaging cannot pay: no structure is drawn and the counts are
+    published through one binary Boost tree over the domain with the whole
+    budget (StructureFirst's per-bucket tree, one bucket); (2) the V-optimal DP
+    for the optimal grouping on
     the counts clipped to ``[0, F]``; (3) the exponential mechanism draws the
     boundaries (``eps1 / (k-1)`` each, sensitivity ``2F+1``); (4) discrete
     Laplace noise of scale ``1/eps2`` on each group's sum, published as the group
@@ -350,7 +360,8 @@ def optimized_structure_first(counts, *, epsilon, k: int | None = None, count_bo
     Why it is eps-DP: as :func:`structure_first` with ``variant='mean'`` --
     ``eps1`` for the structure (k-1 exponential-mechanism draws), ``eps2`` for
     the disjoint group sums (L1 sensitivity 1); the split is data-independent
-    and sums to epsilon.
+    and sums to epsilon. Without structure the release is :func:`boost`'s
+    (binary tree, ``epsilon / L`` per level).
 
     Examples
     --------
@@ -371,9 +382,16 @@ def optimized_structure_first(counts, *, epsilon, k: int | None = None, count_bo
     if k == 1:
         eps1, eps2 = 0.0, b.epsilon
         edges = np.array([0, n])
-    elif r == 0.0:  # no structure pays off: one bucket per bin (Identity's release)
-        eps1, eps2, k = 0.0, b.epsilon, n
-        edges = np.arange(n + 1)
+    elif r == 0.0:  # averaging cannot pay: one Boost tree over the domain, no structure
+        value, var0 = _bucket_trees(x, np.array([0, n]), b.epsilon, 2, g)
+        return Release(value, "optimized-structurefirst", b,
+                       {"n": n, "k": 1, "count_bound": F, "records_bound": records_bound,
+                        "structure_fraction": 0.0, "published_as": "one binary Boost tree",
+                        "edges": [0, n], "score_sensitivity": 2 * F + 1},
+                       {"structure": 0.0, "counts": b.epsilon},
+                       expected_error={f"node_variance_height_{h}": v for h, v in var0.items()},
+                       notes=(NEIGHBOURS, "budget split from public parameters only: "
+                              "no structure (averaging cannot pay at this signal)"))
     else:
         eps1, eps2 = (p.epsilon for p in b.split([r, 1.0 - r]))
         edges = private_structure(x, k=k, epsilon=eps1, count_bound=F, rng=g, engine=engine)
