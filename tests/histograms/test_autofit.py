@@ -25,19 +25,29 @@ TABLE = {
     ("d2", 0.01): {"identity": 9.0, "mwem": 2.0, "hdmm": 2.5},
     ("d1", 1.0): {"identity": 2.0, "mwem": 5.0, "hdmm": 1.0},
     ("d2", 1.0): {"identity": 2.0, "mwem": 5.0, "hdmm": 1.2},
-    ("d1", 100.0): {"identity": 1.0, "mwem": 5.0, "hdmm": 1.0},
-    ("d2", 100.0): {"identity": 1.0, "mwem": 5.0, "hdmm": 1.0},
+    ("d1", 100.0): {"identity": 1.0, "mwem": 5.0, "hdmm": 0.8},
+    ("d2", 100.0): {"identity": 1.0, "mwem": 5.0, "hdmm": 0.9},
 }
+
+
+def test_exact_epsilon_is_where_identity_wins_at_every_signal():
+    table = {k: v for k, v in TABLE.items() if k[1] < 100}
+    for d in ("d1", "d2"):   # at eps 10 (the top level) Identity (exact) wins at every level
+        table[(d, 10.0)] = {"identity": 0.0, "mwem": 5.0, "hdmm": 1e-3}
+    rule = fit_rule(_rows(table), candidates=("identity", "mwem", "hdmm"))
+    assert rule["exact_epsilon"] == pytest.approx(math.sqrt(10.0))
+    assert apply_rule(rule, "prefix", 4.0, epsilon=10.0) == "identity"
+    assert fit_rule(_rows(TABLE), candidates=("identity", "mwem", "hdmm"))[
+        "exact_epsilon"] == math.inf
 
 
 def test_fit_picks_least_mean_log_ratio_per_level_and_merges_steps():
     rule = fit_rule(_rows(TABLE), candidates=("identity", "mwem", "hdmm"))
     # levels -2, 0, 2 (log10 signal): mwem at -2 (mean log ratio 0.11 vs 0.86 for hdmm),
-    # hdmm at 0; at 2 identity and hdmm tie and the first candidate listed wins
-    assert rule["prefix"][0] == (-1.0, "mwem")
-    assert rule["prefix"][-1][0] == math.inf
+    # hdmm at 0 and 2: one step boundary, halfway between -2 and 0
+    assert rule["prefix"] == ((-1.0, "mwem"), (math.inf, "hdmm"))
+    assert rule["exact_epsilon"] == math.inf      # identity never wins the top level
     assert apply_rule(rule, "prefix", 0.0) == "hdmm"
-    assert apply_rule(rule, "prefix", 2.0) == "identity"
     assert rule["prefix"] == rule["ranges"]
 
 
@@ -70,11 +80,12 @@ def test_cross_validation_never_fits_on_the_held_out_datasets():
 
 
 def test_shipped_rule_is_well_formed_and_used_by_choose_method():
-    for cls, steps in AUTO_RULE.items():
+    assert apply_rule(AUTO_RULE, "prefix", 0.0, epsilon=AUTO_RULE["exact_epsilon"]) == "identity"
+    for cls, steps in ((k, v) for k, v in AUTO_RULE.items() if k != "exact_epsilon"):
         assert [u for u, _ in steps] == sorted(u for u, _ in steps)
         assert math.isinf(steps[-1][0])
         for u, m in steps:
             ls = min(u - 0.1, 8.0)
             assert choose_method(n=1000, epsilon=1.0, records_bound=1000 * 10 ** ls,
                                  workload="prefix" if cls == "prefix" else "all-range")[0] == \
-                apply_rule(AUTO_RULE, cls, ls)
+                apply_rule(AUTO_RULE, cls, ls, epsilon=1.0)

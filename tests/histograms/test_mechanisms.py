@@ -257,7 +257,9 @@ def test_randomized_sort_breaks_ties_uniformly():
 def test_auto_rule_is_public_and_follows_the_table():
     from veil.histograms.api import AUTO_RULE
 
-    for cls, steps in AUTO_RULE.items():
+    exact = AUTO_RULE["exact_epsilon"]
+    assert choose_method(n=64, epsilon=exact, records_bound=10)[0] == "identity"
+    for cls, steps in ((k, v) for k, v in AUTO_RULE.items() if k != "exact_epsilon"):
         uppers = [u for u, _ in steps]
         assert uppers == sorted(uppers) and math.isinf(uppers[-1])
         for (u, m), lo in zip(steps, [-math.inf] + uppers[:-1]):
@@ -266,6 +268,9 @@ def test_auto_rule_is_public_and_follows_the_table():
             wl = "prefix" if cls == "prefix" else [[0, 3]]
             assert choose_method(n=4096, epsilon=1.0, records_bound=4096 * 10 ** mid,
                                  workload=wl)[0] == m
+    # from the exact epsilon on, no noisy total is bought: Identity with the whole budget
+    r = publish(counts(), epsilon=exact, method="auto", rng=make_rng(seed=2))
+    assert r.mechanism == "identity" and r.budget_split == {"counts": exact}
     r = publish(counts(), epsilon=0.1, method="auto", records_bound=5, rng=make_rng(seed=0))
     assert "auto_rule" in r.parameters and r.parameters["auto_records_bound"] == 5
     assert math.fsum(r.budget_split.values()) == pytest.approx(0.1)
