@@ -28,8 +28,8 @@ WORKLOAD_AWARE = ("dawa", "hdmm", "mwem")
 #: 18 DPBench 1-D datasets (``veil bench histograms --fit-auto``; docs/benchmarks.md).
 AUTO_RULE = {
     "exact_epsilon": 3.162278,
-    "prefix": ((-1.5, "mwem"), (0.5, "dawa"), (math.inf, "hdmm")),
-    "ranges": ((-1.5, "mwem"), (0.5, "dawa"), (math.inf, "hdmm")),
+    "prefix": ((0.4897, "dawa"), (math.inf, "hdmm")),
+    "ranges": ((-0.5103, "optimized-structurefirst"), (0.4897, "dawa"), (math.inf, "hdmm")),
 }
 
 #: without a public records bound, ``auto`` spends this share of epsilon on a noisy total
@@ -63,9 +63,13 @@ def choose_method(*, n: int, epsilon: float, records_bound: float | None,
     Examples
     --------
     >>> choose_method(n=4096, epsilon=0.01, records_bound=1000)[0]
-    'mwem'
+    'dawa'
+    >>> choose_method(n=4096, epsilon=0.01, records_bound=1000, workload="all-range")[0]
+    'optimized-structurefirst'
     >>> choose_method(n=4096, epsilon=1.0, records_bound=10**7)[0]
     'hdmm'
+    >>> choose_method(n=4096, epsilon=5.0, records_bound=10**7)[0]
+    'identity'
     """
     rule = AUTO_RULE if rule is None else rule
     exact = rule.get("exact_epsilon", math.inf)
@@ -149,6 +153,9 @@ def publish(counts, *, epsilon, method: str = "auto", rng=None, records_bound=No
                                      workload=wl)
         if method in WORKLOAD_AWARE:
             params["workload"] = wl
+        if method == "optimized-structurefirst":  # no bin holds more than N records
+            params.setdefault("count_bound", N)
+            params.setdefault("records_bound", N)
         b_run = inner
     else:
         b_run = b

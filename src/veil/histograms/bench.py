@@ -286,11 +286,16 @@ def plot_accuracy(rows, path, *, scale: int = 10**5, workload: str = "prefix") -
     plt.close(fig)
 
 
-def auto_report(rows, *, folds: int = 3, candidates=("identity", "hb", "hdmm", "dawa", "mwem"),
-                log=print) -> dict:
-    """Fit the ``auto`` rule on all rows and cross-validate it by dataset; log a summary."""
+def auto_report(rows, *, folds: int = 3, candidates=None, log=print) -> dict:
+    """Fit the ``auto`` rule on all rows and cross-validate it by dataset; log a summary.
+
+    ``candidates`` defaults to every method evaluated in the rows (except ``auto``).
+    """
     from .autofit import cross_validate, evaluate_rule, fit_rule
 
+    if candidates is None:
+        present = {r.method for r in rows}
+        candidates = tuple(m for m in METHODS if m in present and m != "auto")
     rule = fit_rule(rows, candidates=candidates)
     rules, held = cross_validate(rows, folds=folds, candidates=candidates)
     log(f"# auto candidates: {', '.join(candidates)}")
