@@ -199,10 +199,11 @@ def summarize(rows: list[EvalRow]) -> dict:
                 continue
             best = min(cand, key=cand.get)
             wins[best] = wins.get(best, 0) + 1
-            if "auto" in errs:
-                auto_ratios.append(max(errs["auto"], 1e-300) / max(cand[best], 1e-300))
+            if "auto" in errs:  # errors below one record per query count as exact
+                f = 1.0 / key[0]
+                auto_ratios.append(max(errs["auto"], f) / max(cand[best], f))
                 if "identity" in errs:
-                    id_ratios.append(max(errs["auto"], 1e-300) / max(errs["identity"], 1e-300))
+                    id_ratios.append(max(errs["auto"], f) / max(errs["identity"], f))
         out[key] = {"geomean": geo, "wins": wins,
                     "auto_over_best_median": float(np.median(auto_ratios)) if auto_ratios
                     else None,
