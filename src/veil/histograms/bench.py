@@ -186,6 +186,8 @@ def hdmm_benchmark(*, ns=(256, 1024), runs: int = 200, epsilon: float = 1.0, see
                             ("2000 random ranges", random_range_workload(
                                 n, size=2000, rng=np.random.default_rng(n)))):
             w = RangeWorkload.from_spec(spec, n)
+            if n > 1024 and w.kind != "prefix":  # dense HB closed form: prefix only above 1024
+                continue
             t0 = time.perf_counter()
             s = optimize_strategy(w)
             t_opt = time.perf_counter() - t0
@@ -344,7 +346,7 @@ def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, calibrate_daw
         out["speed"] = speed_benchmark(shape=shape, repeats=1 if quick else repeats,
                                        reference_4096=not quick, log=log)
     if hdmm:
-        out["hdmm"] = hdmm_benchmark(ns=(64,) if quick else (256, 1024),
+        out["hdmm"] = hdmm_benchmark(ns=(64,) if quick else (256, 1024, 4096),
                                      runs=50 if quick else 200, log=log)
     rows = None
     if accuracy:
@@ -478,3 +480,55 @@ def dawa_penalty_calibration(*, penalties=(0.0, 1.0, 2.0, 2.5, 3.0, 4.0), n: int
         log(f"\n## DAWA: error / best penalty's, {w} workload ({len(shapes)} datasets, n = {n}, "
             f"{trials} trials)\n" + tables[w])
     return tables
+
+
+#: ratios "veil / reference" that issue 19 quotes for the implementation on main (measured by
+#: the issue's author against the DPBench reference code on the 7 classic datasets, n = 1024,
+#: prefix workload); ``None`` for the scale or epsilon means "every setting quoted".
+ISSUE19_QUOTED = (
+    ("structurefirst", None, None, (2.5, 3.1), "StructureFirst (default) vs the authors' C++"),
+    ("dawa", 10**3, None, (2.6, 2.8), "DAWA vs DPBench DAWA, scale 1e3"),
+    ("dawa", 10**5, 0.1, (1.6, 1.6), "DAWA vs DPBench DAWA, eps 0.1, scale 1e5"),
+    ("ahp", None, None, (1.1, 2.8), "AHP vs DPBench AHP"),
+)
+
+
+def baseline_report(new_rows, old_rows, *, methods=("identity", "hb", "structurefirst",
+                                                     "optimized-structurefirst", "ahp", "dawa"),
+                    workload: str = "prefix") -> str:
+    """Markdown: this checkout's error over another checkout's on the same inputs, per cell,
+    and what the ratios issue 19 quotes for the other checkout then imply for this one."""
+    from .evaluation import geomean
+
+    def index(rows):
+        return {(r.dataset, r.method, r.scale, r.epsilon): r.error for r in rows
+                if r.workload == workload}
+
+    new, old = index(new_rows), index(old_rows)
+    keys = sorted({(s, e) for (_, _, s, e) in old})
+    ds = sorted({d for (d, *_) in old})
+    head = "| method | " + " | ".join(f"{s:.0e} / {e:g}" for s, e in keys) + " |"
+    lines = ["new / old (geometric mean over datasets of the per-dataset ratio)", "", head,
+             "|---|" + "---|" * len(keys)]
+    ratio = {}
+    for m in methods:
+        cells = []
+        for s, e in keys:
+            f = 1.0 / s
+            v = [max(new[(d, m, s, e)], f) / max(old[(d, m, s, e)], f) for d in ds
+                 if (d, m, s, e) in new and (d, m, s, e) in old]
+            ratio[(m, s, e)] = geomean(v) if v else float("nan")
+            cells.append(f"{ratio[(m, s, e)]:.2f}" if v else "-")
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    lines += ["", "| issue 19 quote (old / reference) | cells | new / old | implied new / "
+              "reference |", "|---|---|---|---|"]
+    for m, s0, e0, (lo, hi), label in ISSUE19_QUOTED:
+        cells = [(s, e) for s, e in keys if (s0 is None or s == s0) and (e0 is None or e == e0)]
+        r = [ratio[(m, s, e)] for s, e in cells if (m, s, e) in ratio]
+        if not r:
+            continue
+        g = geomean(r)
+        span = f"{lo:g}" if lo == hi else f"{lo:g}-{hi:g}"
+        lines.append(f"| {label}: {span} | {len(cells)} | {min(r):.2f}-{max(r):.2f} "
+                     f"(geo. {g:.2f}) | {lo * min(r):.2f}-{hi * max(r):.2f} |")
+    return "\n".join(lines)
