@@ -42,9 +42,10 @@ the noise scale: ``bucket_cost = 1/eps2 + 2.5 * 4/eps1``. The penalty is a
 constant, so the privacy argument above is unchanged. Its value was calibrated
 on the 18 DPBench histograms at n = 1024 (prefix and 2000 random ranges, eps in
 {0.01, 0.1, 1, 10}, scales 10^3, 10^5, 10^7, 3 trials, penalties 0-4 times the
-noise scale): 2.5 had the lowest error on average over the settings (1.14x of
-the best penalty per setting for prefix ranges, 1.16x for random ranges); the
-best penalty falls from 4 at eps x scale = 10 to 2 above 10^4 (docs/benchmarks.md).
+noise scale; ``benchmarks/histograms.py --calibrate-dawa``): 2.5 had the lowest
+error on average over the settings (1.13x of the best penalty per setting for
+prefix ranges, 1.17x for random ranges); the best penalty falls from 4 at
+eps x scale = 10 to about 2 above 10^4 (docs/benchmarks.md).
 
 Why the whole mechanism is eps-DP: stage 1 is ``eps1``-DP (above) and the
 partition is its only output; GreedyH's weights depend only on the partition
