@@ -115,6 +115,9 @@ def main(argv=None) -> int:
                          "the tables and ratios")
     ap.add_argument("--calibrate-dawa", action="store_true",
                     help="DAWA's error for selection penalties 0-4 (how 2.5 was chosen)")
+    ap.add_argument("--sf-k", type=Path, default=None, metavar="BASELINE.json",
+                    help="StructureFirst's error for several k against the reference issue 19 "
+                         "implies from a --baseline run of main")
     ap.add_argument("--trials", type=int, default=10, help="trials per setting (accuracy)")
     ap.add_argument("--repeats", type=int, default=3, help="timing repeats (median)")
     ap.add_argument("--n", type=int, default=None, help="coarsen the datasets to n bins")
@@ -132,6 +135,11 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.baseline:
         return baseline(a)
+    if a.sf_k:
+        from veil.histograms.bench import structurefirst_k_check
+
+        structurefirst_k_check(a.sf_k)
+        return 0
     from veil.histograms.bench import run
     run(speed=a.speed, hdmm=a.hdmm, accuracy=a.accuracy, fit_auto=a.fit_auto,
         calibrate_dawa=a.calibrate_dawa,

@@ -532,3 +532,45 @@ def baseline_report(new_rows, old_rows, *, methods=("identity", "hb", "structure
         lines.append(f"| {label}: {span} | {len(cells)} | {min(r):.2f}-{max(r):.2f} "
                      f"(geo. {g:.2f}) | {lo * min(r):.2f}-{hi * max(r):.2f} |")
     return "\n".join(lines)
+
+
+def structurefirst_k_check(baseline_json, *, ks=(1, 2, 4, 8, 16, 103), trials: int = 4,
+                           cells=((10**3, 1.0), (10**5, 0.1), (10**7, 1.0), (10**3, 0.01)),
+                           seed: int = 11, log=print) -> str:
+    """StructureFirst's prefix error for several ``k`` over the reference that issue 19
+    implies: main's StructureFirst error (``baseline_json`` of ``--baseline``) / 2.8, the middle
+    of the quoted 2.5-3.1x (7 classic datasets, n = 1024)."""
+    import json
+    from pathlib import Path
+
+    from .api import publish
+    from .evaluation import DPBENCH_CLASSIC, geomean, load_dpbench
+    from .workload import prefix_workload, scaled_error
+
+    old = {(r["dataset"], int(r["scale"]), float(r["epsilon"])): r["error"]
+           for r in json.loads(Path(baseline_json).read_text())["accuracy"]
+           if r["method"] == "structurefirst" and r["workload"] == "prefix"}
+    shapes = load_dpbench(DPBENCH_CLASSIC, n=1024)
+    g = make_rng(seed=seed)  # experiments only
+    W = prefix_workload(1024)
+    lines = ["| scale / eps | " + " | ".join(f"k = {k}" for k in ks) + " |",
+             "|---|" + "---|" * len(ks)]
+    for scale, eps in cells:
+        res = {k: [] for k in ks}
+        for name, shape in shapes.items():
+            e = {k: [] for k in ks}
+            for _ in range(trials):
+                x = resample_to_scale(shape, scale, rng=g)
+                for k in ks:
+                    r = publish(x, epsilon=eps, method="structurefirst", k=k,
+                                count_bound=float(scale), rng=g)
+                    e[k].append(scaled_error(W, x, r.value))
+            ref = old[(name, scale, eps)] / 2.8
+            for k in ks:
+                res[k].append(float(np.mean(e[k])) / ref)
+        lines.append(f"| {scale:.0e} / {eps:g} | " + " | ".join(
+            f"{geomean(res[k]):.2f}" for k in ks) + " |")
+    tab = "\n".join(lines)
+    log("# StructureFirst / (main's StructureFirst / 2.8), geometric mean over the 7 classic\n"
+        + tab)
+    return tab
