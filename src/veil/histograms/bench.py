@@ -236,24 +236,30 @@ def plot_error_vs_scale(rows, path, *, methods=None) -> None:
     epss = sorted({r.epsilon for r in rows})
     methods = sorted({r.method for r in rows}) if methods is None else list(methods)
     fig, axes = plt.subplots(len(wls), len(epss), figsize=(3.4 * len(epss), 3.0 * len(wls)),
-                             squeeze=False, sharey="row")
+                             squeeze=False)
+    colors = plt.cm.tab20(np.linspace(0, 1, max(len(methods), 2)))  # one colour per method
     for a, w in enumerate(wls):
         for b, e in enumerate(epss):
             ax = axes[a, b]
-            for m in methods:
+            for ci, m in enumerate(methods):
                 sub = [r for r in rows if r.workload == w and r.epsilon == e and r.method == m]
                 scales = sorted({r.scale for r in sub})
                 if not scales:
                     continue
-                ys = [geomean(r.error for r in sub if r.scale == sc) for sc in scales]
-                ax.loglog(scales, ys, marker="o", ms=3, label=m)
+                # floored at one record per query: near-exact releases (discrete noise at
+                # large epsilon) would otherwise dominate a log axis with 1e-100s
+                ys = [geomean(max(r.error, 1.0 / sc) for r in sub if r.scale == sc)
+                      for sc in scales]
+                ax.loglog(scales, ys, marker="o", ms=3, label=m, color=colors[ci],
+                          ls="--" if m == "auto" else "-")
             ax.set_title(f"{w}, eps = {e:g}", fontsize=9)
             ax.set_xlabel("scale (records)", fontsize=8)
             ax.tick_params(labelsize=7)
             ax.grid(True, alpha=0.3)
         axes[a, 0].set_ylabel("scaled error (geo. mean)", fontsize=8)
     axes[0, -1].legend(fontsize=6, loc="lower left")
-    fig.suptitle("DP histograms: scaled range-query error against scale (DPBench protocol)")
+    fig.suptitle("DP histograms: scaled range-query error against scale (DPBench protocol; "
+                 "errors floored at one record per query)")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -372,6 +378,8 @@ def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, calibrate_daw
         out["auto"] = auto_report(rows, log=log)
         from .evaluation import format_table
 
+        if output is not None:
+            plot_error_vs_scale(rows, Path(output).with_suffix(".png"))
         for w in sorted({r.workload for r in rows}):
             log(f"\n## scaled error, {w} workload (geometric mean over datasets)\n"
                 + format_table(rows, workload=w))
