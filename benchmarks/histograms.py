@@ -1,54 +1,150 @@
-"""Benchmark veil.histograms: kernels and mechanisms side by side, and DPBench accuracy.
+"""Benchmark veil.histograms: speed of every method, HDMM's closed form, the DPBench table.
 
-Usage (from the project root)::
+Usage (from the project root; BLAS runs single-threaded, see below)::
 
-    VEIL_SHARED=/work/shared PYTHONPATH=src python benchmarks/histograms.py            # all
-    VEIL_SHARED=/work/shared PYTHONPATH=src python benchmarks/histograms.py --speed    # speed only
-    VEIL_SHARED=/work/shared PYTHONPATH=src python benchmarks/histograms.py --accuracy --trials 2
+    VEIL_SHARED=/work/shared python benchmarks/histograms.py --speed
+    VEIL_SHARED=/work/shared python benchmarks/histograms.py --hdmm
+    VEIL_SHARED=/work/shared python benchmarks/histograms.py --accuracy --trials 10 \\
+        --json acc.json                              # 18 datasets, n = 4096, the full grid
+    VEIL_SHARED=/work/shared python benchmarks/histograms.py --accuracy --n 1024 \\
+        --datasets classic --trials 20 --json classic.json   # the 7 classic at n = 1024
+    VEIL_SHARED=/work/shared python benchmarks/histograms.py --fit-auto acc.json
+    VEIL_SHARED=/work/shared python benchmarks/histograms.py --calibrate-dawa --n 1024
+    VEIL_SHARED=/work/shared python benchmarks/histograms.py --baseline --src ../main/src \
+        --n 1024 --datasets classic --methods dawa ahp structurefirst --json base.json
 
-Speed: the compiled V-optimal kernel against the straightforward numpy version
-of the same recurrence (and a per-layer vectorized numpy version), StructureFirst
-at n = 4096, k = 410, NoiseFirst over every k at n = 1024 and 4096, peak memory.
-Accuracy: scaled range-query error on the 18 DPBench 1-D histograms at scales
-1e3, 1e5, 1e7 and eps 0.1, 1 (geometric mean over datasets per method).
+Speed: every method at n = 4096 (HDMM cold and with its strategy cached), the
+compiled V-optimal kernel against the straightforward numpy recurrence.
+HDMM: exact expected RMSE per query of HDMM, HB and Identity, and HDMM's RMSE
+measured over releases against its closed form. Accuracy: the DPBench protocol
+(multinomial re-sampling to the scale, scaled mean absolute error, geometric
+mean over datasets) for every method at eps {0.01, 0.1, 1, 10} x scale {10^3,
+10^5, 10^7} on prefix ranges and 2000 random ranges, with a plot of error
+against scale (``--json X.json`` also writes ``X.png``). ``--fit-auto`` fits
+the public ``auto`` rule on the rows of a run and prints its held-out (3-fold
+by dataset) ratios to the best method and to Identity. ``--baseline --src DIR``
+runs another checkout's implementation (e.g. the previous release) on the same
+inputs, for side-by-side ratios.
+
+OpenBLAS is limited to one thread (``OPENBLAS_NUM_THREADS=1``, set below before
+numpy is imported): on the shared 2-core machine its threads spin against the
+other users' processes and made HDMM's optimizer 20x slower.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+def baseline(a) -> int:
+    """Accuracy rows of another checkout of veil (``--src``), using only ``publish`` and the
+    workload helpers every version has, with the same random streams as ``--accuracy``: the
+    re-sampled histograms and the random ranges are the same as this checkout's for the same
+    seed and dataset list, so the two runs compare on the same inputs."""
+    import numpy as np
+    from veil.histograms import publish
+    from veil.histograms.workload import (prefix_workload, random_range_workload,
+                                          resample_to_scale, scaled_error)
+    from veil.random import make_rng
+
+    names = a.datasets or None
+    if names == ["classic"]:
+        names = ["ADULTFRANK.n4096", "HEPTH.n4096", "INCOME.n4096", "MEDCOST.n4096",
+                 "NETTRACE.n4096", "PATENT.n4096", "SEARCHLOGS.n4096"]
+    data = Path(os.environ.get("VEIL_SHARED", "../shared")) / "data" / "dpbench-1d"
+    g = make_rng(seed=a.seed)  # experiments only
+    eps_list = tuple(a.epsilons or (0.01, 0.1, 1, 10))
+    scales = tuple(int(s) for s in (a.scales or (1e3, 1e5, 1e7)))
+    rows = {}
+    for name in names:
+        shape = np.rint(np.load(data / f"{name}.npy")).astype(np.int64)
+        if a.n:
+            shape = shape.reshape(a.n, -1).sum(axis=1)
+        n = shape.size
+        wl = {"prefix": prefix_workload(n),
+              "random": random_range_workload(n, size=2000, rng=np.random.default_rng(n))}
+        for scale in scales:
+            for t in range(a.trials):
+                x = resample_to_scale(shape, scale, rng=g)
+                for eps in eps_list:
+                    for m in a.methods:
+                        kw = ({"k": -(-n // 10), "count_bound": float(scale)}
+                              if m == "structurefirst" else
+                              {"k": -(-n // 10), "count_bound": float(scale),
+                               "records_bound": float(scale)}
+                              if m == "optimized-structurefirst" else {})
+                        targets = ([(w, [w]) for w in wl] if m in ("dawa",)
+                                   else [(None, list(wl))])
+                        for target, evaluated in targets:
+                            (child,) = g.spawn(1)
+                            extra = {} if target is None else {
+                                "workload": wl[target]}
+                            v = publish(x, epsilon=eps, method=m, rng=child, **kw, **extra).value
+                            for w in evaluated:
+                                key = (name, m, float(eps), scale, w)
+                                rows.setdefault(key, []).append(scaled_error(wl[w], x, v))
+                print(f"  {name} scale={scale}", flush=True)
+    out = [{"dataset": k[0], "method": k[1], "epsilon": k[2], "scale": k[3], "workload": k[4],
+            "n": a.n or 4096, "error": float(np.mean(v)), "errors": v, "trials": len(v)}
+           for k, v in rows.items()]
+    if a.json:
+        a.json.write_text(json.dumps({"accuracy": out}, default=float))
+    print(f"{len(out)} rows")
+    return 0
+
 
 def main(argv=None) -> int:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-    from veil.histograms.bench import accuracy_benchmark, speed_benchmark
-    from veil.histograms.evaluation import load_dpbench
+    ap0 = argparse.ArgumentParser(add_help=False)
+    ap0.add_argument("--src", type=Path, default=None)
+    known, _ = ap0.parse_known_args(argv)
+    src = known.src or Path(__file__).resolve().parents[1] / "src"
+    sys.path.insert(0, str(src))
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--speed", action="store_true", help="speed benchmark only")
-    ap.add_argument("--accuracy", action="store_true", help="accuracy benchmark only")
-    ap.add_argument("--trials", type=int, default=2, help="trials per setting (accuracy)")
+    ap.add_argument("--speed", action="store_true", help="speed of every method at n = 4096")
+    ap.add_argument("--hdmm", action="store_true", help="HDMM closed form vs HB and measured")
+    ap.add_argument("--accuracy", action="store_true", help="the DPBench table")
+    ap.add_argument("--fit-auto", type=Path, nargs="+", default=None, metavar="ROWS.json",
+                    help="fit the auto rule on --json files of accuracy runs (merged); print "
+                         "the tables and ratios")
+    ap.add_argument("--calibrate-dawa", action="store_true",
+                    help="DAWA's error for selection penalties 0-4 (how 2.5 was chosen)")
+    ap.add_argument("--sf-k", type=Path, default=None, metavar="BASELINE.json",
+                    help="StructureFirst's error for several k against the reference issue 19 "
+                         "implies from a --baseline run of main")
+    ap.add_argument("--trials", type=int, default=10, help="trials per setting (accuracy)")
     ap.add_argument("--repeats", type=int, default=3, help="timing repeats (median)")
-    ap.add_argument("--datasets", nargs="*", default=None, help="subset of DPBench names")
+    ap.add_argument("--n", type=int, default=None, help="coarsen the datasets to n bins")
+    ap.add_argument("--datasets", nargs="*", default=None,
+                    help="DPBench names, or 'classic' for the seven classic ones")
+    ap.add_argument("--methods", nargs="*", default=None, help="subset of methods")
+    ap.add_argument("--epsilons", nargs="*", type=float, default=None)
+    ap.add_argument("--scales", nargs="*", type=float, default=None)
+    ap.add_argument("--seed", type=int, default=0, help="seed of the experiment (data, noise)")
     ap.add_argument("--json", type=Path, default=None, help="write all rows as JSON here")
+    ap.add_argument("--src", type=Path, default=None,
+                    help="import veil from this src folder (another checkout) instead")
+    ap.add_argument("--baseline", action="store_true",
+                    help="accuracy rows with the APIs every veil version has (use with --src)")
     a = ap.parse_args(argv)
-    both = not (a.speed or a.accuracy)
-    out: dict = {}
-    if a.speed or both:
-        shape = load_dpbench(["HEPTH.n4096"])["HEPTH.n4096"]
-        out["speed"] = speed_benchmark(shape=shape, repeats=a.repeats)
-    if a.accuracy or both:
-        rows, tables = accuracy_benchmark(trials=a.trials, datasets=a.datasets)
-        out["accuracy"] = [r.to_dict() for r in rows]
-        out["tables"] = tables
-        if a.json:
-            from veil.histograms.bench import plot_accuracy
+    if a.baseline:
+        return baseline(a)
+    if a.sf_k:
+        from veil.histograms.bench import structurefirst_k_check
 
-            plot_accuracy(rows, a.json.with_suffix(".png"))
-    if a.json:
-        a.json.write_text(json.dumps(out, indent=1, default=float))
+        structurefirst_k_check(a.sf_k)
+        return 0
+    from veil.histograms.bench import run
+    run(speed=a.speed, hdmm=a.hdmm, accuracy=a.accuracy, fit_auto=a.fit_auto,
+        calibrate_dawa=a.calibrate_dawa,
+        trials=a.trials, repeats=a.repeats, n=a.n, datasets=a.datasets, methods=a.methods,
+        epsilons=a.epsilons, scales=a.scales, output=a.json, seed=a.seed, log=print)
     return 0
 
 

@@ -51,3 +51,11 @@ def test_structural_checks():
     # the published bins (shape) never depend on the data
     for m in ("hb", "dawa", "noisefirst", "sort-and-group"):
         assert publish(x, epsilon=1.0, method=m).value.shape == x.shape
+
+
+def test_hdmm_audit_has_power():
+    """Likelihood-ratio events of the claimed model see most of the claimed epsilon, on the
+    noisy strategy answers and on the published least-squares histogram."""
+    for name in ("hdmm/answers", "hdmm"):
+        res = AUDITS[name]()
+        assert res.eps_lower_bound > 0.7 * res.claimed_epsilon, res.summary()

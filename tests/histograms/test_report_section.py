@@ -22,3 +22,22 @@ def test_section_builds_with_figures_and_numbers(tmp_path):
     errs = [v for k, v in s.results.items() if k.startswith("scaled error")]
     assert errs and all(0 < e < 1 for e in errs)
     s.to_dict()  # JSON-friendly
+
+
+def test_guarantee_sentence_number_is_identity_mean_absolute_error():
+    """The guarantee's 'off by about N records' is computed: it matches Identity's measured
+    mean absolute error at that epsilon (100,000 bins; 5 standard errors)."""
+    import re
+
+    from veil.histograms import identity
+    from veil.random import make_rng
+    from veil.report.sections.histograms import guarantee_text
+
+    for eps in (0.1, 0.5):
+        text = guarantee_text(eps)
+        stated = float(re.search(r"off by\s+about (\d+) records", text).group(1))
+        x = np.full(100_000, 50)
+        noise = identity(x, epsilon=eps, rng=make_rng(seed=1)).value - x
+        mae = float(np.abs(noise).mean())
+        se = float(np.abs(noise).std()) / np.sqrt(noise.size)
+        assert abs(round(mae) - stated) <= 1 and abs(mae - stated) < 0.5 + 5 * se

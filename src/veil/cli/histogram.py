@@ -89,7 +89,7 @@ def publish_cmd(
                                        "--bins-from-data just a number of bins."),
     method: str = typer.Option("auto", "--method", "-m", help="identity, noisefirst, "
                                "structurefirst, optimized-structurefirst, boost, hb, "
-                               "sort-and-group, ahp, dawa or auto."),
+                               "sort-and-group, ahp, dawa, hdmm, mwem or auto."),
     bins_from_data: bool = typer.Option(False, "--bins-from-data", help="Take the bin range "
                                         "from the data's min/max (NOT private; warns)."),
     counts: bool = typer.Option(False, "--counts", help="The column already holds one "
@@ -98,7 +98,9 @@ def publish_cmd(
     count_bound: Optional[float] = typer.Option(None, "--count-bound", help="Public upper "
                                                 "bound F on any bin count (StructureFirst)."),
     records_bound: Optional[float] = typer.Option(None, "--records-bound", help="Public upper "
-                                                  "bound on the number of records (auto)."),
+                                                  "bound on the number of records (auto; "
+                                                  "without it auto spends a small share of "
+                                                  "epsilon on a noisy total)."),
     branching: Optional[int] = typer.Option(None, "--branching", help="Tree arity (boost)."),
     seed: Optional[int] = SEED,
 ) -> None:
@@ -199,33 +201,25 @@ def evaluate_cmd(
 
 
 def bench(
-    speed: bool = typer.Option(False, "--speed", help="Speed benchmark only."),
-    accuracy: bool = typer.Option(False, "--accuracy", help="Accuracy benchmark only."),
-    trials: int = typer.Option(2, "--trials", help="Trials per accuracy setting."),
-    quick: bool = typer.Option(False, "--quick", help="3 datasets, 1 trial, few repeats."),
+    speed: bool = typer.Option(False, "--speed", help="Speed of every method at n = 4096."),
+    hdmm: bool = typer.Option(False, "--hdmm", help="HDMM's exact expected error vs HB, "
+                              "and measured against its closed form."),
+    accuracy: bool = typer.Option(False, "--accuracy", help="The DPBench table (every method, "
+                                  "eps 0.01-10, scales 1e3-1e7, prefix and random ranges)."),
+    fit_auto: Optional[Path] = typer.Option(None, "--fit-auto", help="Fit the auto rule on the "
+                                            "JSON of an accuracy run; print held-out ratios."),
+    trials: int = typer.Option(10, "--trials", help="Trials per accuracy setting."),
+    n: Optional[int] = typer.Option(None, "--n", help="Coarsen the 4096-bin datasets to n bins."),
+    datasets: Optional[str] = typer.Option(None, "--datasets", help="Comma-separated DPBench "
+                                           "names, or 'classic' (the seven classic ones)."),
+    quick: bool = typer.Option(False, "--quick", help="3 datasets at n = 256, 1 trial, "
+                               "2 eps, 2 scales, few repeats."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write rows as JSON "
-                                          "(and the accuracy plot next to it as .png)."),
+                                          "(and the error-vs-scale plot next to it as .png)."),
 ) -> None:
-    """DP histograms: kernel/mechanism speed and DPBench accuracy (real data in ../shared)."""
-    from ..histograms.bench import accuracy_benchmark, speed_benchmark
-    from ..histograms.evaluation import load_dpbench
+    """DP histograms: speed, HDMM's closed form and the DPBench table (real data in ../shared)."""
+    from ..histograms.bench import run
 
-    both = not (speed or accuracy)
-    out: dict = {}
-    if speed or both:
-        shape = load_dpbench(["HEPTH.n4096"])["HEPTH.n4096"]
-        out["speed"] = speed_benchmark(shape=shape, repeats=1 if quick else 3,
-                                       reference_4096=not quick, log=typer.echo)
-    if accuracy or both:
-        ds = ["HEPTH.n4096", "INCOME.n4096", "NETTRACE.n4096"] if quick else None
-        rows, tables = accuracy_benchmark(trials=1 if quick else trials, datasets=ds,
-                                          scales=(10**3, 10**5) if quick else
-                                          (10**3, 10**5, 10**7), log=typer.echo)
-        out["accuracy"] = [r.to_dict() for r in rows]
-        out["tables"] = tables
-        if output is not None:
-            from ..histograms.bench import plot_accuracy
-
-            plot_accuracy(rows, Path(output).with_suffix(".png"))
-    if output is not None:
-        Path(output).write_text(json.dumps(out, indent=1, default=float))
+    names = None if datasets is None else [d.strip() for d in datasets.split(",") if d.strip()]
+    run(speed=speed, hdmm=hdmm, accuracy=accuracy, fit_auto=fit_auto, trials=trials, n=n,
+        datasets=names, quick=quick, output=output, log=typer.echo)

@@ -3,8 +3,9 @@
 Mechanisms (each returns a :class:`veil.release.Release` recording how the
 budget was split): :func:`identity`, :func:`noise_first`,
 :func:`structure_first`, :func:`optimized_structure_first`, :func:`boost`,
-:func:`hb`, :func:`sort_and_group`, :func:`ahp`, :func:`dawa`, and
-:func:`publish` (by name, with ``method='auto'``).
+:func:`hb`, :func:`sort_and_group`, :func:`ahp`, :func:`dawa`, :func:`hdmm`,
+:func:`mwem`, and :func:`publish` (by name, with ``method='auto'``, whose
+public rule is :func:`choose_method`).
 
 Kernels: :func:`voptimal` (V-optimal partition DP), :func:`sorted_grouping`.
 Evaluation: :mod:`veil.histograms.workload` (range queries, DPBench scaled
@@ -18,6 +19,8 @@ from __future__ import annotations
 from .api import METHODS, choose_method, publish
 from .basic import identity, noise_first
 from .dawa import dawa
+from .hdmm import hdmm, optimize_strategy
+from .mwem import mwem
 from .partition import sorted_grouping, voptimal, voptimal_reference
 from .sortgroup import ahp, sort_and_group
 from .structurefirst import optimized_structure_first, structure_first
@@ -26,6 +29,6 @@ from .tree import boost, hb, qardaji_branching
 __all__ = [
     "METHODS", "choose_method", "publish",
     "identity", "noise_first", "structure_first", "optimized_structure_first",
-    "boost", "hb", "sort_and_group", "ahp", "dawa",
+    "boost", "hb", "sort_and_group", "ahp", "dawa", "hdmm", "optimize_strategy", "mwem",
     "voptimal", "voptimal_reference", "sorted_grouping", "qardaji_branching",
 ]

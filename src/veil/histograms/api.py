@@ -2,53 +2,93 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
+import numpy as np
+
 from ..errors import ParameterError
 from ..release import Release
 from ..validation import check_choice, check_positive
 from ._common import as_budget, as_counts
 
-__all__ = ["publish", "METHODS", "choose_method", "AUTO_THRESHOLD"]
+__all__ = ["publish", "METHODS", "WORKLOAD_AWARE", "choose_method", "AUTO_RULE",
+           "AUTO_TOTAL_FRACTION", "workload_class"]
 
 METHODS = ("identity", "noisefirst", "structurefirst", "optimized-structurefirst", "boost",
-           "hb", "sort-and-group", "ahp", "dawa", "auto")
+           "hb", "sort-and-group", "ahp", "dawa", "hdmm", "mwem", "auto")
 
-#: ``auto`` picks DAWA when epsilon * records_bound / n is at most this, else HB.
-AUTO_THRESHOLD = 0.01
+#: methods that take the public ``workload`` they should answer well
+WORKLOAD_AWARE = ("dawa", "hdmm", "mwem")
+
+#: ``auto``'s rule: Identity from ``exact_epsilon`` on; below it, per workload class,
+#: ``(upper bound on log10(signal), method)`` in order,
+#: ``signal = epsilon * N / n`` (records per bin in units of the noise scale ``1/epsilon``,
+#: ``N`` the public records bound or the DP estimate of the total). Fitted offline on the
+#: 18 DPBench 1-D datasets (``veil bench histograms --fit-auto``; docs/benchmarks.md).
+AUTO_RULE = {
+    "exact_epsilon": 3.162278,
+    "prefix": ((0.4897, "dawa"), (math.inf, "hdmm")),
+    "ranges": ((-0.5103, "optimized-structurefirst"), (0.4897, "dawa"), (math.inf, "hdmm")),
+}
+
+#: without a public records bound, ``auto`` spends this share of epsilon on a noisy total
+AUTO_TOTAL_FRACTION = 0.02
 
 
-def choose_method(*, n: int, epsilon: float, records_bound: float | None) -> tuple[str, str]:
+def workload_class(workload) -> str:
+    """``'prefix'`` for the prefix workload, ``'ranges'`` for all ranges or a given range set."""
+    if isinstance(workload, str):
+        return "prefix" if workload == "prefix" else "ranges"
+    from .workload import RangeWorkload
+
+    if isinstance(workload, RangeWorkload):
+        return "prefix" if workload.kind == "prefix" else "ranges"
+    return "ranges"
+
+
+def choose_method(*, n: int, epsilon: float, records_bound: float | None,
+                  workload="prefix", rule: dict | None = None) -> tuple[str, str]:
     """The public rule behind ``method='auto'``; returns ``(method, reason)``.
 
-    The rule reads only public quantities: the number of bins ``n``, epsilon and
-    a public upper bound on the number of records (``records_bound``, e.g. the
-    population size; never the private total). With ``signal = epsilon *
-    records_bound / n`` (records per bin in units of the noise scale):
-
-    * ``signal <= AUTO_THRESHOLD`` (low signal): ``dawa``, whose partition
-      averages away noise over flat regions;
-    * otherwise, or when no bound is given: ``hb``, the hierarchical method
-      whose range-query error does not depend on the data.
-
-    This follows DPBench's finding that DAWA wins at small eps x scale and tree
-    methods at large eps x scale. The threshold 0.01 was calibrated on the 18
-    DPBench histograms (n = 4096, one trial, eps in {0.01, 0.1, 1}, scales 1e2 to
-    1e7): veil's DAWA won most datasets at eps x scale <= 10 (signal <= 0.0025) and
-    HB at eps x scale >= 100 (signal >= 0.025); see ``docs/benchmarks.md (DP histograms)``.
+    The rule reads only public quantities: the number of bins ``n``, epsilon, the
+    workload's class (prefix, or other ranges) and ``records_bound``, a public
+    bound on the number of records (or a differentially private estimate of it,
+    which ``publish`` buys when no bound is given). From ``AUTO_RULE["exact_epsilon"]``
+    on it returns Identity (its exact discrete noise is then 0 in almost every
+    bin); below, with ``signal = epsilon * N / n``, it walks :data:`AUTO_RULE` for
+    the workload class and returns the first method whose upper bound on
+    ``log10(signal)`` is above the signal's.
 
     Examples
     --------
-    >>> choose_method(n=4096, epsilon=0.1, records_bound=100)[0]
+    >>> choose_method(n=4096, epsilon=0.01, records_bound=1000)[0]
     'dawa'
+    >>> choose_method(n=4096, epsilon=0.01, records_bound=1000, workload="all-range")[0]
+    'optimized-structurefirst'
     >>> choose_method(n=4096, epsilon=1.0, records_bound=10**7)[0]
-    'hb'
+    'hdmm'
+    >>> choose_method(n=4096, epsilon=5.0, records_bound=10**7)[0]
+    'identity'
     """
+    rule = AUTO_RULE if rule is None else rule
+    exact = rule.get("exact_epsilon", math.inf)
+    if epsilon >= exact:
+        a = math.exp(-epsilon)
+        return "identity", (f"epsilon {epsilon:g} >= {exact:g}: discrete Laplace noise is 0 in "
+                            f"all but {100 * 2 * a / (1 + a):.2g} % of bins: identity")
     if records_bound is None:
-        return "hb", "no public records_bound given: hb (data-independent error)"
-    rb = check_positive(records_bound, "records_bound")
-    signal = epsilon * rb / n
-    if signal <= AUTO_THRESHOLD:
-        return "dawa", f"epsilon*records_bound/n = {signal:.3g} <= {AUTO_THRESHOLD:g}: dawa"
-    return "hb", f"epsilon*records_bound/n = {signal:.3g} > {AUTO_THRESHOLD:g}: hb"
+        raise ParameterError("choose_method needs records_bound (a public bound or a DP "
+                             "estimate of the number of records)")
+    N = check_positive(records_bound, "records_bound")
+    signal = epsilon * N / n
+    cls = workload_class(workload)
+    ls = math.log10(signal)
+    for upper, method in rule[cls]:
+        if ls < upper:
+            return method, (f"{cls} workload, signal epsilon*N/n = {signal:.3g} "
+                            f"(log10 {ls:.2f} < {upper:g}): {method}")
+    raise ParameterError(f"auto rule for {cls!r} has no open last interval")  # pragma: no cover
 
 
 def publish(counts, *, epsilon, method: str = "auto", rng=None, records_bound=None,
@@ -61,13 +101,17 @@ def publish(counts, *, epsilon, method: str = "auto", rng=None, records_bound=No
         True counts per bin, in domain order (bins fixed in advance, publicly).
     epsilon : float or PureDP
     method : str
-        One of :data:`METHODS`; ``'auto'`` applies :func:`choose_method`.
+        One of :data:`METHODS`; ``'auto'`` applies :func:`choose_method`. Without
+        ``records_bound``, ``auto`` first spends :data:`AUTO_TOTAL_FRACTION` of
+        epsilon on a noisy number of records (published in the release) and runs
+        the chosen method with the rest.
     rng : numpy.random.Generator, optional
     records_bound : float, optional
         Public upper bound on the number of records (used by ``auto`` and by
         ``optimized-structurefirst``'s budget split).
     **params
-        Passed to the mechanism (e.g. ``k``, ``count_bound``, ``branching``).
+        Passed to the mechanism (e.g. ``k``, ``count_bound``, ``branching``,
+        ``workload`` for DAWA, HDMM, MWEM and ``auto``).
 
     Examples
     --------
@@ -77,18 +121,48 @@ def publish(counts, *, epsilon, method: str = "auto", rng=None, records_bound=No
     'hb'
     """
     from . import basic, sortgroup, structurefirst, tree
+    from ._common import as_rng, noisy_integers
     from .dawa import dawa as dawa_fn
+    from .hdmm import hdmm as hdmm_fn
+    from .mwem import mwem as mwem_fn
 
     method = check_choice(method, "method", METHODS)
     x = as_counts(counts)
     b = as_budget(epsilon)
-    note = None
+    note, pre_split, pre_params = None, {}, {}
     if method == "auto":
-        method, note = choose_method(n=x.size, epsilon=b.epsilon, records_bound=records_bound)
-    elif records_bound is not None:
-        check_positive(records_bound, "records_bound")
-        if method == "optimized-structurefirst":  # it tightens the budget-split model
-            params["records_bound"] = records_bound
+        g = as_rng(rng)
+        rng = g
+        wl = params.pop("workload", "prefix")
+        if b.epsilon >= AUTO_RULE.get("exact_epsilon", math.inf):  # no total needed
+            N = float(records_bound) if records_bound is not None else 1.0
+            inner = b
+            pre_params = {}
+        elif records_bound is not None:
+            N = check_positive(records_bound, "records_bound")
+            inner = b
+            pre_params = {"auto_records_bound": N}
+        else:
+            e0, rest = b.split([AUTO_TOTAL_FRACTION, 1.0 - AUTO_TOTAL_FRACTION])
+            tot, _, _ = noisy_integers(np.array([int(x.sum())]), e0.epsilon, g)
+            N = max(float(tot[0]), 1.0)
+            inner = rest
+            pre_split = {"auto_total": e0.epsilon}
+            pre_params = {"auto_noisy_total": N}
+        method, note = choose_method(n=x.size, epsilon=inner.epsilon, records_bound=N,
+                                     workload=wl)
+        if method in WORKLOAD_AWARE:
+            params["workload"] = wl
+        if method == "optimized-structurefirst":  # no bin holds more than N records
+            params.setdefault("count_bound", N)
+            params.setdefault("records_bound", N)
+        b_run = inner
+    else:
+        b_run = b
+        if records_bound is not None:
+            check_positive(records_bound, "records_bound")
+            if method == "optimized-structurefirst":  # it tightens the budget-split model
+                params["records_bound"] = records_bound
     fn = {
         "identity": basic.identity,
         "noisefirst": basic.noise_first,
@@ -99,16 +173,19 @@ def publish(counts, *, epsilon, method: str = "auto", rng=None, records_bound=No
         "sort-and-group": sortgroup.sort_and_group,
         "ahp": sortgroup.ahp,
         "dawa": dawa_fn,
+        "hdmm": hdmm_fn,
+        "mwem": mwem_fn,
     }[method]
     if method in ("structurefirst", "optimized-structurefirst"):
         params.setdefault("count_bound", None)  # a clear error if the public bound is missing
     try:
-        rel = fn(x, epsilon=b, rng=rng, **params)
+        rel = fn(x, epsilon=b_run, rng=rng, **params)
     except TypeError as exc:  # unknown keyword for this mechanism
         raise ParameterError(f"method {method!r}: {exc}") from None
     if note is not None:
-        import dataclasses
-
-        rel = dataclasses.replace(rel, parameters={**rel.parameters, "auto_rule": note},
+        rel = dataclasses.replace(rel, budget=b,
+                                  budget_split={**pre_split, **rel.budget_split},
+                                  parameters={**rel.parameters, **pre_params,
+                                              "auto_rule": note},
                                   notes=(*rel.notes, f"auto: {note}"))
     return rel

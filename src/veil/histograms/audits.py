@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..audit import AuditResult, dp_ratio_audit, events_points, events_threshold
+from ..audit import (AuditResult, dp_ratio_audit, events_lr_levels, events_points,
+                     events_threshold)
 from ..audit.core import Event
 from ..mechanisms import geometric_mechanism
 from .basic import identity
@@ -270,6 +271,166 @@ def audit_optimized_structurefirst(seed: int = 19) -> AuditResult:
                           _e2e_events(), claimed_epsilon=EPS, n=_SG_N, seed=seed)
 
 
+# --------------------------------------------------------------------------- DAWA's partition
+# two bins: the partition is {[0,2)} (merged) or {[0,1), [1,2)}; the neighbours sit on the two
+# sides of the noise-free decision for the bucket cost 1.5: dev([2, 0]) = 2 > 1.5 > dev([2, 1]) = 1
+_DP_A, _DP_B = np.array([2, 0]), np.array([2, 1])
+_DP_COST = 1.5
+_DP_EVENTS = events_points([1, 2], key=lambda v: v)
+
+
+def _dawa_partition(x, *, use_noise=True, epsilon=EPS):
+    from .dawa import l1_partition
+
+    def sample(n, g):
+        return np.array([len(l1_partition(x, epsilon=epsilon, bucket_cost=_DP_COST, rng=g,
+                                          use_noise=use_noise)) - 1 for _ in range(n)])
+    return sample
+
+
+def audit_dawa_partition(seed: int = 21) -> AuditResult:
+    """DAWA's L1 partition alone (noisy costs, Laplace 4/eps1) at eps1 = 1."""
+    return dp_ratio_audit(_dawa_partition(_DP_A), _dawa_partition(_DP_B), _DP_EVENTS,
+                          claimed_epsilon=EPS, n=_SG_N, seed=seed)
+
+
+def canary_dawa_partition_from_true_counts(seed: int = 21) -> AuditResult:
+    """Broken: the partition is computed from the true costs (no noise).
+
+    Its outputs are deterministic, so 2,000 samples per side already fail clearly."""
+    return dp_ratio_audit(_dawa_partition(_DP_A, use_noise=False),
+                          _dawa_partition(_DP_B, use_noise=False), _DP_EVENTS,
+                          claimed_epsilon=EPS, n=2_000, seed=seed)
+
+
+def canary_dawa_partition_noise_too_small(seed: int = 21) -> AuditResult:
+    """Broken: partition noise for 16 eps1 (scale 1/(4 eps1)) while claiming eps1."""
+    return dp_ratio_audit(_dawa_partition(_DP_A, epsilon=16 * EPS),
+                          _dawa_partition(_DP_B, epsilon=16 * EPS), _DP_EVENTS,
+                          claimed_epsilon=EPS, n=_SG_N, seed=seed)
+
+
+# --------------------------------------------------------------------------- HDMM
+_HD_A, _HD_B = np.array([3, 0, 5, 2]), np.array([3, 1, 5, 2])
+
+
+def _hdmm_strategy():
+    from .hdmm import optimize_strategy
+
+    return optimize_strategy("prefix", _HD_A.size, p=1)
+
+
+def _hdmm_answers(x, scale_factor=1.0):
+    s = _hdmm_strategy()
+    return lambda n, g: s.measure(x, EPS, g, scale_factor=scale_factor, size=n)
+
+
+def _hdmm_llr_events():
+    """Likelihood-ratio level sets of the claimed model (Laplace 1/eps on every answer)."""
+    s = _hdmm_strategy()
+    mu_a, mu_b = s.answers(_HD_A), s.answers(_HD_B)
+
+    def llr(y):
+        return (np.abs(y - mu_b).sum(axis=1) - np.abs(y - mu_a).sum(axis=1)) * EPS
+    return events_lr_levels(llr, np.linspace(-0.9, 0.9, 7))
+
+
+def audit_hdmm_answers(seed: int = 22) -> AuditResult:
+    """HDMM's noisy strategy answers (the release before least squares), n = 4, p = 1."""
+    return dp_ratio_audit(_hdmm_answers(_HD_A), _hdmm_answers(_HD_B), _hdmm_llr_events(),
+                          claimed_epsilon=EPS, n=N, seed=seed)
+
+
+def canary_hdmm_sensitivity_halved(seed: int = 22) -> AuditResult:
+    """Broken: the strategy's sensitivity taken as 1/2 (noise scale halved)."""
+    return dp_ratio_audit(_hdmm_answers(_HD_A, 0.5), _hdmm_answers(_HD_B, 0.5),
+                          _hdmm_llr_events(), claimed_epsilon=EPS, n=N, seed=seed)
+
+
+def _hdmm_release(x, scale_factor=1.0):
+    s = _hdmm_strategy()
+    return lambda n, g: s.estimate(s.measure(x, EPS, g, scale_factor=scale_factor, size=n))
+
+
+def _hdmm_release_events():
+    ev = events_threshold(lambda v: v[:, 1], np.arange(-3.0, 5.0, 1.0), "bin1")
+    ev += events_threshold(lambda v: v[:, :2].sum(axis=1), np.arange(0.0, 8.0, 1.0), "bins01")
+    return ev
+
+
+def audit_hdmm(seed: int = 23) -> AuditResult:
+    """HDMM end to end: the published least-squares histogram."""
+    return dp_ratio_audit(_hdmm_release(_HD_A), _hdmm_release(_HD_B), _hdmm_release_events(),
+                          claimed_epsilon=EPS, n=N, seed=seed)
+
+
+def canary_hdmm_release_sensitivity_halved(seed: int = 23) -> AuditResult:
+    """Broken: as above, end to end."""
+    return dp_ratio_audit(_hdmm_release(_HD_A, 0.5), _hdmm_release(_HD_B, 0.5),
+                          _hdmm_release_events(), claimed_epsilon=EPS, n=N, seed=seed)
+
+
+# --------------------------------------------------------------------------- MWEM, StructureFirst
+def _mwem_events():
+    """The published histogram's total is MWEM's noisy total (half the budget here)."""
+    ev = events_threshold(lambda v: np.rint(v.sum(axis=1)), np.arange(5.0, 13.0, 1.0), "total")
+    ev += events_threshold(lambda v: v[:, 1], np.arange(1.0, 6.0, 1.0), "bin1")
+    return ev
+
+
+_MWEM_KW = dict(rounds=1, total_fraction=0.5)
+
+
+def _mwem_sampler(x, *, noise=True):
+    from .mwem import _mwem
+    from .workload import prefix_workload
+
+    q = prefix_workload(x.size)
+
+    def sample(n, g):
+        out = []
+        for _ in range(n):  # the production loop, one release per sample
+            eps0 = EPS * _MWEM_KW["total_fraction"]
+            A, _ = _mwem(x, q, eps0, (EPS - eps0) / 2, 1, 10, g, noise=noise)
+            out.append(A)
+        return np.stack(out)
+    return sample
+
+
+def audit_mwem(seed: int = 24) -> AuditResult:
+    """MWEM end to end (1 round, half the budget on the total), through ``mwem()`` itself."""
+    from .mwem import mwem
+
+    return dp_ratio_audit(_per_call(mwem, _SG_A, **_MWEM_KW), _per_call(mwem, _SG_B, **_MWEM_KW),
+                          _mwem_events(), claimed_epsilon=EPS, n=_SG_N, seed=seed)
+
+
+def canary_mwem_measurement_without_noise(seed: int = 24) -> AuditResult:
+    """Broken: the total and the selected query are measured exactly (deterministic total:
+    600 samples per side fail clearly)."""
+    return dp_ratio_audit(_mwem_sampler(_SG_A, noise=False), _mwem_sampler(_SG_B, noise=False),
+                          _mwem_events(), claimed_epsilon=EPS, n=600, seed=seed)
+
+
+def audit_optimized_structurefirst_averaging(seed: int = 26) -> AuditResult:
+    """Optimized StructureFirst on its averaging path (a tiny records bound: low signal)."""
+    from .structurefirst import optimized_structure_first
+
+    kw = dict(k=2, count_bound=8.0, records_bound=0.5)
+    return dp_ratio_audit(_per_call(optimized_structure_first, _SG_A, **kw),
+                          _per_call(optimized_structure_first, _SG_B, **kw),
+                          _e2e_events(), claimed_epsilon=EPS, n=_SG_N, seed=seed)
+
+
+def audit_structurefirst_end_to_end(seed: int = 25) -> AuditResult:
+    """StructureFirst with the authors' split (default), Boost trees in the buckets."""
+    from .structurefirst import structure_first
+
+    return dp_ratio_audit(_per_call(structure_first, _SG_A, k=2, count_bound=8.0),
+                          _per_call(structure_first, _SG_B, k=2, count_bound=8.0),
+                          _e2e_events(), claimed_epsilon=EPS, n=_SG_N, seed=seed)
+
+
 AUDITS = {
     "identity": audit_identity,
     "boost": audit_boost,
@@ -280,6 +441,12 @@ AUDITS = {
     "noisefirst": audit_noisefirst,
     "dawa": audit_dawa,
     "optimized-structurefirst": audit_optimized_structurefirst,
+    "dawa/partition": audit_dawa_partition,
+    "hdmm/answers": audit_hdmm_answers,
+    "hdmm": audit_hdmm,
+    "mwem": audit_mwem,
+    "structurefirst": audit_structurefirst_end_to_end,
+    "optimized-structurefirst/averaging": audit_optimized_structurefirst_averaging,
 }
 CANARIES = {
     "identity/half-noise": canary_identity_half_noise,
@@ -291,7 +458,14 @@ CANARIES = {
     "structurefirst/bound-from-data": canary_structurefirst_bound_from_data,
     "sort-and-group/second-step-unpaid": canary_sort_and_group_second_step_unpaid,
     "sort-and-group/true-sort": canary_sort_and_group_true_sort,
+    "dawa/partition-from-true-counts": canary_dawa_partition_from_true_counts,
+    "dawa/partition-noise-too-small": canary_dawa_partition_noise_too_small,
+    "hdmm/sensitivity-halved": canary_hdmm_sensitivity_halved,
+    "hdmm/release-sensitivity-halved": canary_hdmm_release_sensitivity_halved,
+    "mwem/measurement-without-noise": canary_mwem_measurement_without_noise,
 }
 #: audits that call the mechanism once per sample (tens of seconds): pytest.mark.slow
 SLOW = {"sort-and-group", "ahp", "sort-and-group/second-step-unpaid",
-        "sort-and-group/true-sort", "noisefirst", "dawa", "optimized-structurefirst"}
+        "sort-and-group/true-sort", "noisefirst", "dawa", "optimized-structurefirst",
+        "dawa/partition", "dawa/partition-noise-too-small", "mwem", "structurefirst",
+        "optimized-structurefirst/averaging"}

@@ -20,7 +20,7 @@ from ._common import NEIGHBOURS, as_budget, as_counts, as_rng, dl_variance, nois
 from ._compile import njit
 from .partition import sorted_grouping
 
-__all__ = ["sort_and_group", "ahp", "randomized_sort"]
+__all__ = ["sort_and_group", "ahp", "ahp_clusters", "randomized_sort"]
 
 
 def randomized_sort(values, rng) -> np.ndarray:
@@ -110,53 +110,118 @@ def sort_and_group(counts, *, epsilon, sort_fraction: float = 0.5, k: int | None
 
 
 @njit
-def _greedy_clusters(ys, var2):  # pragma: no cover - compiled when numba is present
-    """Greedy clustering of sorted values: extend the cluster while the estimated
-    error of publishing its average (spread SSE + noise variance / size) stays
-    below that of publishing the new value on its own."""
+def _err_star_numba(ys, var2):  # pragma: no cover - compiled when numba is present
     n = ys.size
-    cuts = np.empty(n + 1, dtype=np.int64)
-    nc = 0
-    cuts[0] = 0
-    start = 0
-    s = 0.0
-    s2 = 0.0
+    out = np.empty(n)
     for j in range(n):
-        if j > start:
-            m = j - start
-            s_new = s + ys[j]
-            s2_new = s2 + ys[j] * ys[j]
-            sse_new = s2_new - s_new * s_new / (m + 1)
-            sse_old = s2 - s * s / m
-            merged = sse_new + var2 / (m + 1)
-            apart = sse_old + var2 / m + var2
-            if merged > apart:
-                nc += 1
-                cuts[nc] = j
-                start = j
-                s = 0.0
-                s2 = 0.0
-        s += ys[j]
-        s2 += ys[j] * ys[j]
-    nc += 1
-    cuts[nc] = n
-    return cuts[:nc + 1]
+        best = var2                      # the value alone: no bias, full noise
+        last1 = 0.0
+        last2 = var2
+        rest = n - j
+        bound = var2 / (rest * rest)     # the least noise any cluster starting at j can have
+        s = ys[j]
+        for l in range(j + 1, n):
+            s += ys[l]
+            m = l - j + 1
+            d = ys[j] - s / m
+            e1 = d * d
+            e2 = var2 / (m * m)
+            if e1 - last1 >= last2 - bound:  # more bias than any further noise saving
+                break
+            if e1 + e2 < best:
+                best = e1 + e2
+            last1 = e1
+            last2 = e2
+        out[j] = best
+    return out
 
 
-def ahp(counts, *, epsilon, rho: float = 0.85, eta: float = 0.35, rng=None) -> Release:
+def _err_star_numpy(ys: np.ndarray, var2: float) -> np.ndarray:
+    """Same as the compiled kernel, one vector per start ``j`` (windows grown by doubling)."""
+    n = ys.size
+    out = np.empty(n)
+    P = np.concatenate(([0.0], np.cumsum(ys)))
+    for j in range(n):
+        rest = n - j
+        bound = var2 / (rest * rest)
+        width = 64
+        while True:
+            l = np.arange(j, min(n, j + width))
+            m = (l - j + 1).astype(np.float64)
+            e1 = (ys[j] - (P[l + 1] - P[j]) / m) ** 2
+            e2 = var2 / (m * m)
+            stop = np.flatnonzero((e1[1:] - e1[:-1]) >= (e2[:-1] - bound))
+            if stop.size or l[-1] == n - 1:
+                k = int(stop[0]) + 1 if stop.size else l.size
+                out[j] = float(np.min(e1[:k] + e2[:k]))
+                break
+            width *= 2
+    return out
+
+
+def ahp_clusters(ys, var2: float, *, engine: str = "auto") -> np.ndarray:
+    """AHP's greedy clustering of sorted values (Zhang et al. 2014); returns group edges.
+
+    A cluster ``[i, j)`` costs ``SSE + var2 / size`` (bias of its average plus the
+    noise of its averaged sum). Scanning the sorted values, the next value ``j``
+    starts a new cluster when adding it costs at least as much as the value's
+    own best error ``err*(j)``: the least ``(y_j - mean(y_j..y_l))^2 + var2 / (l-j+1)^2``
+    over clusters starting at ``j``, searched forward until the increase of the
+    bias exceeds the largest noise reduction still possible (the published early
+    stop). Reads only the (noisy, sorted) values: post-processing.
+
+    Examples
+    --------
+    >>> ahp_clusters(np.array([0.0, 0.0, 0.0, 50.0, 51.0]), 2.0).tolist()
+    [0, 3, 5]
+    """
+    from ._compile import use_compiled
+    from .partition import _check_engine
+
+    engine = _check_engine(engine)
+    y = np.asarray(ys, dtype=np.float64)
+    n = y.size
+    if n == 0:
+        return np.zeros(1, dtype=np.int64)
+    star = (_err_star_numba if use_compiled(engine, 50.0 * n * n) else _err_star_numpy)(y, var2)
+    P = np.concatenate(([0.0], np.cumsum(y)))
+    P2 = np.concatenate(([0.0], np.cumsum(y * y)))
+    cuts = [0]
+    i = 0
+
+    def err(a, b):  # cluster [a, b)
+        m = b - a
+        s = P[b] - P[a]
+        return max(P2[b] - P2[a] - s * s / m, 0.0) + var2 / m
+
+    last = err(0, 1)
+    for j in range(1, n):  # one comparison per value (O(1) each)
+        now = err(i, j + 1)
+        if now >= last + star[j]:
+            cuts.append(j)
+            i = j
+            last = err(j, j + 1)
+        else:
+            last = now
+    cuts.append(n)
+    return np.asarray(cuts, dtype=np.int64)
+
+
+def ahp(counts, *, epsilon, rho: float = 0.85, eta: float = 0.35, engine: str = "auto",
+        rng=None) -> Release:
     """AHP (Zhang et al. 2014): noisy counts, threshold, sort, greedy clustering, re-measure.
 
     Steps: (1) discrete Laplace noise (scale ``1/eps1``, ``eps1 = rho * epsilon``)
-    on every bin; (2) noisy counts below ``eta * ln(n) / eps1`` are set to 0;
-    (3) randomized sort and greedy clustering of the sorted values (a cluster is
-    extended while its estimated error -- spread plus averaged noise -- beats
-    publishing the next value alone); (4) discrete Laplace noise (scale
-    ``1/eps2``, ``eps2 = (1 - rho) epsilon``) on each cluster's true sum, published
-    as the cluster average.
+    on every bin; (2) noisy counts at or below ``eta * ln(n) / eps1`` are set to 0;
+    (3) randomized sort and the published greedy clustering of the sorted values
+    (:func:`ahp_clusters`: a value opens a new cluster when joining the current
+    one costs more than its own best error); (4) discrete Laplace noise (scale
+    ``1/eps2``, ``eps2 = (1 - rho) epsilon``) on each cluster's true sum,
+    published as the cluster average.
 
-    Why it is eps-DP: as :func:`sort_and_group` -- step (1) is ``eps1``-DP,
-    (2)-(3) are post-processing, (4) measures disjoint cluster sums with L1
-    sensitivity 1 at ``eps2``; ``eps1 + eps2 = epsilon``.
+    Why it is eps-DP: as :func:`sort_and_group` -- step (1) is ``eps1``-DP, (2)-(3)
+    are post-processing, (4) measures disjoint cluster sums with L1 sensitivity 1
+    at ``eps2``; ``eps1 + eps2 = epsilon``.
 
     Examples
     --------
@@ -174,13 +239,9 @@ def ahp(counts, *, epsilon, rho: float = 0.85, eta: float = 0.35, rng=None) -> R
     eps1, eps2 = (p.epsilon for p in b.split([rho, 1.0 - rho]))
     noisy, _, _ = noisy_integers(x, eps1, g)
     thr = eta * math.log(max(n, 2)) / eps1
-    y = np.where(noisy < thr, 0, noisy).astype(np.float64)
+    y = np.where(noisy <= thr, 0, noisy).astype(np.float64)
     order = randomized_sort(y, g)
-    ys = y[order]
-    var2 = dl_variance(eps2)
-    # compiled with numba for large n; otherwise one Python loop over the n bins
-    greedy = _greedy_clusters if n > 2048 else _greedy_clusters.py_func
-    edges = greedy(ys, var2)
+    edges = ahp_clusters(y[order], dl_variance(eps2), engine=engine)
     value, var, scale = _publish_groups(x, order, edges, eps2, g)
     return Release(value, "ahp", b,
                    {"n": n, "rho": rho, "eta": eta, "threshold": thr,

@@ -30,7 +30,58 @@ from .partition import prefix_sums, voptimal_table
 from .tree import noisy_tree, tree_height, tree_inference
 
 __all__ = ["structure_first", "optimized_structure_first", "private_structure", "em_boundaries",
-           "optimal_structure_fraction"]
+           "authors_structure_fraction", "optimal_structure_fraction", "AUTHORS_GRID",
+           "NEIGHBOUR_VARIATION"]
+
+#: optimized StructureFirst's public model: neighbouring bins differ by this times the mean count
+#: (calibrated on the DPBench prefix runs: averaging stops paying between eps N/n = 0.1 and 1)
+NEIGHBOUR_VARIATION = 5.0
+
+#: the authors' budget search tries eps1 = j * eps / AUTHORS_GRID, j = 1, 2, ... (below eps)
+AUTHORS_GRID = 20
+
+
+def authors_structure_fraction(*, n: int, k: int, count_bound: float, epsilon: float,
+                               literal: bool = False) -> float:
+    """The share of epsilon the StructureFirst authors' code gives the structure.
+
+    Their budget search (``getOptEps1`` in the authors' C++ shipped with DPBench)
+    evaluates, on the grid ``eps1 = j eps / 20`` below ``eps``,
+
+        v(eps1) = 2 (k-1)^3 / (eps1 (2 (k-1) - eps1 n F)) + 2 k / (eps - eps1)^2
+
+    and keeps the ``eps1`` of least ``v`` (``F``: the count bound; public here,
+    the authors' code used 10000 times the true mean count). Their code writes
+    the second term as ``2 k / (1 - eps1)^2``, which equals this at ``eps = 1``;
+    ``literal=True`` reproduces that (at ``eps > 1`` it then sends most of the
+    budget to the structure). Whenever ``eps n F / 20 > 2 (k-1)`` -- every
+    setting of the DPBench protocol, where ``F`` is at least the number of
+    records -- the first term is negative and rising and the rule returns the
+    first grid point: eps / 20 for the structure. The grid step is the
+    structure share the issue and DESIGN.md report for the authors' runs (the
+    constant itself is not in the part of their code we could read).
+    ``k = 1`` or ``k = n`` (no boundary to draw) gives 0.
+
+    Examples
+    --------
+    >>> authors_structure_fraction(n=1024, k=103, count_bound=1000, epsilon=0.1)
+    0.05
+    >>> authors_structure_fraction(n=64, k=7, count_bound=0.01, epsilon=1.0)
+    0.45
+    """
+    n = check_int(n, "n", minimum=1)
+    k = check_int(k, "k", minimum=1)
+    F = check_positive(count_bound, "count_bound")
+    eps = check_positive(epsilon, "epsilon")
+    if k == 1 or k >= n:
+        return 0.0
+    e1 = np.arange(1, AUTHORS_GRID) * eps / AUTHORS_GRID
+    top = 1.0 if literal else eps
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = (2.0 * (k - 1) ** 3 / (e1 * (2.0 * (k - 1) - e1 * n * F))
+             + 2.0 * k / (top - e1) ** 2)
+    v = np.where(np.isfinite(v), v, np.inf)
+    return float(round(e1[int(np.argmin(v))] / eps, 12))
 
 
 def private_structure(counts, *, k: int, epsilon: float, count_bound: float, rng,
@@ -117,7 +168,7 @@ def _bucket_trees(x: np.ndarray, edges: np.ndarray, epsilon: float, branching: i
 
 
 def structure_first(counts, *, epsilon, k: int | None = None, count_bound: float,
-                    structure_fraction: float = 0.5, variant: str = "boost",
+                    structure_fraction: float | None = None, variant: str = "boost",
                     branching: int = 2, engine: str = "auto", rng=None) -> Release:
     """StructureFirst: private V-optimal structure, then noisy bucket contents.
 
@@ -125,7 +176,11 @@ def structure_first(counts, *, epsilon, k: int | None = None, count_bound: float
     V-optimal DP for ``k`` buckets; draw the ``k - 1`` boundaries right to left
     with the exponential mechanism (``eps1 = structure_fraction * epsilon``,
     ``eps1 / (k-1)`` per draw, score sensitivity ``2F + 1``); publish the
-    buckets with ``eps2 = epsilon - eps1``:
+    buckets with ``eps2 = epsilon - eps1``. By default the split is the
+    authors' (:func:`authors_structure_fraction`: eps / 20 for the structure in
+    every regime where ``F`` bounds real counts), with their ``k = ceil(n/10)``;
+    when there is no boundary to draw (``k = 1`` or ``k = n``) the whole budget
+    goes to the counts, as in their code. The buckets are published as:
 
     * ``variant='mean'``: one noisy sum per bucket (discrete Laplace, scale
       ``1/eps2``), spread as the bucket mean (Xu et al.'s paper);
@@ -148,8 +203,8 @@ def structure_first(counts, *, epsilon, k: int | None = None, count_bound: float
         Number of buckets (default ``ceil(n / 10)``, the published setting).
     count_bound : float
         Required public upper bound F on a bin count. Never derived from data.
-    structure_fraction : float in (0, 1)
-        Share of epsilon spent on the structure.
+    structure_fraction : float in (0, 1), optional
+        Share of epsilon spent on the structure (default: the authors' rule).
     variant : {'boost', 'mean'}
     branching : int
         Arity of the per-bucket trees (boost variant).
@@ -170,15 +225,21 @@ def structure_first(counts, *, epsilon, k: int | None = None, count_bound: float
     F = check_count_bound(count_bound)
     k = max(1, math.ceil(n / 10)) if k is None else check_k_bins(k, n)
     variant = check_choice(variant, "variant", ("boost", "mean"))
-    frac = check_probability(structure_fraction, "structure_fraction", open_low=True,
-                             open_high=True)
+    if structure_fraction is None:
+        frac = authors_structure_fraction(n=n, k=k, count_bound=F, epsilon=b.epsilon)
+        rule = "authors"
+    else:
+        frac = check_probability(structure_fraction, "structure_fraction", open_low=True,
+                                 open_high=True)
+        rule = "given"
     branching = check_int(branching, "branching", minimum=2)
     g = as_rng(rng)
-    if k == 1:
+    if k == 1 or k == n or frac == 0.0:
         eps1, eps2 = 0.0, b.epsilon
+        edges = np.array([0, n]) if k == 1 else np.arange(n + 1)
     else:
         eps1, eps2 = (p.epsilon for p in b.split([frac, 1.0 - frac]))
-    edges = private_structure(x, k=k, epsilon=eps1, count_bound=F, rng=g, engine=engine)
+        edges = private_structure(x, k=k, epsilon=eps1, count_bound=F, rng=g, engine=engine)
     if variant == "mean":
         noisy, var, scale = noisy_integers(bucket_sums(x, edges), eps2, g)
         value = spread(edges, noisy)
@@ -189,7 +250,7 @@ def structure_first(counts, *, epsilon, k: int | None = None, count_bound: float
         err = {f"node_variance_height_{h}": v for h, v in var0.items()}
     return Release(value, "structurefirst", b,
                    {"n": n, "k": k, "count_bound": F, "variant": variant,
-                    "structure_fraction": frac, "branching": branching,
+                    "structure_fraction": frac, "split_rule": rule, "branching": branching,
                     "edges": edges.tolist(), "score_sensitivity": 2 * F + 1},
                    {"structure": eps1, "counts": eps2}, noise_scale=scale,
                    noise_variance=var, expected_error=err,
@@ -198,43 +259,84 @@ def structure_first(counts, *, epsilon, k: int | None = None, count_bound: float
 
 
 def optimal_structure_fraction(*, n: int, k: int, count_bound: float, epsilon: float,
-                               records_bound: float | None = None) -> float:
-    """Approximately optimal share of epsilon for the structure (public inputs only).
+                               records_bound: float | None = None,
+                               neighbour_variation: float = NEIGHBOUR_VARIATION) -> float:
+    """The share of epsilon for optimized StructureFirst's structure (public inputs only).
 
-    Model (our derivation; the thesis excerpt we have gives no closed form):
-    with ``eps1 = r eps`` the exponential mechanism's expected excess SSE over
-    ``k-1`` draws among at most ``n`` candidates is at most ``A / eps1`` with
-    ``A = 2 (2F+1) (k-1)^2 ln n`` (McSherry-Talwar utility bound per draw), and
-    never more than the largest SSE the clipped counts can have: ``n F^2 / 4``,
-    and, given a public bound ``N`` on the number of records, ``F N`` (the SSE is at
-    most ``sum x^2 <= F sum x``);
-    the noisy bucket sums add about ``B / eps2^2`` with ``B = 2 k^2 / n``
-    (variance ``2/eps2^2`` per bucket sum, spread over ``n/k`` bins). The
-    fraction minimising ``min(A/(r eps), n F^2/4) + B/((1-r)^2 eps^2)`` is found
-    on a grid of ``r`` in ``[0.05, 0.95]``. When the exponential mechanism
-    cannot beat a random structure (large F), the minimum is the smallest
-    share, 0.05.
+    Returns ``r`` in ``[0.05, 0.95]``, or ``0.0`` when no structure should be
+    drawn at all (then every bin is its own bucket and the release is Identity's).
+
+    Derivation. With ``k`` buckets of about ``w = n/k`` bins, ``eps1 = r eps``
+    for the structure and ``eps2 = (1-r) eps`` for the ``k`` noisy bucket sums
+    spread as means, the expected total squared error over the bins is about
+    ``S(r) + V(r)``:
+
+    * ``V(r) = sum_B 2 / (eps2^2 m_B) = 2 k^2 / (n (1-r)^2 eps^2)``: the noise of
+      the bucket sums (variance ``2/eps2^2``) spread over the bucket's bins;
+    * ``S(r)``, the SSE of the drawn structure around its bucket means. The
+      exponential mechanism draws ``k - 1`` boundaries with ``eps1/(k-1)`` each
+      and score sensitivity ``2F+1``; by McSherry-Talwar each draw loses at most
+      ``2 (2F+1) (k-1) ln(n) / eps1`` in SSE with high probability, so the excess
+      over the optimal structure is at most ``A / eps1``,
+      ``A = 2 (2F+1) (k-1)^2 ln n``. But no structure costs more than a structure
+      drawn at random, ``C``: every non-first bin of a bucket deviates from the
+      bucket mean by about the spread between neighbouring bins. veil's model of
+      that spread is public: neighbouring bins differ by ``gamma`` times the
+      mean count ``N/n`` (``gamma = neighbour_variation``), so
+      ``C = gamma^2 (n - k) (N/n)^2`` with ``N = records_bound``; without a
+      records bound only ``F`` is known and ``C = (n - k) F^2 / 4`` (the largest
+      variance of values in ``[0, F]``). Hence ``S(r) = min(A / (r eps), C)``.
+    * Not averaging at all keeps every bin's own noise, ``2 n / eps^2`` for
+      counts measured with the whole budget.
+
+    The rule returns the ``r`` minimising ``S(r) + V(r)`` on a grid of
+    ``[0.05, 0.95]`` unless the ``2 n / eps^2`` of not averaging is smaller,
+    then 0 (:func:`optimized_structure_first` then draws no structure and
+    publishes the counts through one Boost tree, StructureFirst's per-bucket
+    tree with a single bucket). Why this is right at every scale: the earlier
+    rule capped ``S`` by the worst case ``F N``, which at ``F = N = 10^7`` is so
+    large that the exponential mechanism's bound always looked better and 95 %
+    of the budget went to a structure that, with sensitivity ``2F+1``, is drawn
+    nearly at random; the bias of averaging over random buckets then grows with
+    ``N^2`` while the noise does not. Here the random-structure cost ``C`` grows
+    as ``(N/n)^2`` and is compared with the noise it saves: averaging is chosen
+    only while ``eps N / n`` is below about ``1.5 / gamma`` (n = 1024, k = 103;
+    counts per bin well below the noise), and then the structure gets the
+    smallest share (its bound ``A / (r eps)`` exceeds ``C`` at every ``r``)
+    unless ``F`` is small. ``gamma = 5`` puts that threshold at ``eps N / n``
+    of about 0.3: on the DPBench histograms (prefix ranges, n = 1024) averaging
+    beat the single tree at 0.1 and lost at 1 (docs/benchmarks.md); real
+    histograms are spiky, so neighbouring bins differ by several times the mean.
 
     Examples
     --------
-    >>> optimal_structure_fraction(n=4096, k=410, count_bound=1000, epsilon=1.0)
+    >>> optimal_structure_fraction(n=4096, k=410, count_bound=1000, epsilon=1.0,
+    ...                            records_bound=1000)
     0.05
-    >>> optimal_structure_fraction(n=64, k=4, count_bound=10, epsilon=50.0)
-    0.95
+    >>> optimal_structure_fraction(n=4096, k=410, count_bound=1e7, epsilon=1.0,
+    ...                            records_bound=1e7)
+    0.0
     """
     n = check_int(n, "n", minimum=1)
     k = check_int(k, "k", minimum=1)
-    if k == 1 or n == 1:
-        return 0.05
-    F = float(count_bound)
+    F = check_positive(count_bound, "count_bound")
+    eps = check_positive(epsilon, "epsilon")
+    gamma = check_positive(neighbour_variation, "neighbour_variation")
+    identity = 2.0 * n / eps ** 2
+    if k == 1 or k >= n:
+        return 0.0 if k >= n else 0.05
     A = 2.0 * (2.0 * F + 1.0) * (k - 1) ** 2 * math.log(n)
-    B = 2.0 * k * k / n
-    cap = n * F * F / 4.0
     if records_bound is not None:
-        cap = min(cap, F * check_positive(records_bound, "records_bound"))
+        N = check_positive(records_bound, "records_bound")
+        C = gamma ** 2 * (n - k) * (N / n) ** 2
+    else:
+        C = (n - k) * F * F / 4.0
     r = np.linspace(0.05, 0.95, 181)
-    f = np.minimum(A / (r * epsilon), cap) + B / ((1.0 - r) ** 2 * epsilon ** 2)
-    return float(round(r[np.argmin(f)], 6))
+    f = np.minimum(A / (r * eps), C) + 2.0 * k * k / (n * (1.0 - r) ** 2 * eps ** 2)
+    i = int(np.argmin(f))
+    if identity <= f[i]:
+        return 0.0
+    return float(round(r[i], 6))
 
 
 def optimized_structure_first(counts, *, epsilon, k: int | None = None, count_bound: float,
@@ -245,7 +347,11 @@ def optimized_structure_first(counts, *, epsilon, k: int | None = None, count_bo
     Steps: (1) split epsilon between structure and counts by
     :func:`optimal_structure_fraction` (a function of the public ``n``, ``k``,
     ``F``, ``epsilon`` and, if given, the public bound ``records_bound`` on the
-    number of records only); (2) the V-optimal DP for the optimal grouping on
+    number of records only; its derivation is in that docstring) -- when it
+    returns 0, averaging cannot pay: no structure is drawn and the counts are
+    published through one binary Boost tree over the domain with the whole
+    budget (StructureFirst's per-bucket tree, one bucket); (2) the V-optimal DP
+    for the optimal grouping on
     the counts clipped to ``[0, F]``; (3) the exponential mechanism draws the
     boundaries (``eps1 / (k-1)`` each, sensitivity ``2F+1``); (4) discrete
     Laplace noise of scale ``1/eps2`` on each group's sum, published as the group
@@ -254,7 +360,8 @@ def optimized_structure_first(counts, *, epsilon, k: int | None = None, count_bo
     Why it is eps-DP: as :func:`structure_first` with ``variant='mean'`` --
     ``eps1`` for the structure (k-1 exponential-mechanism draws), ``eps2`` for
     the disjoint group sums (L1 sensitivity 1); the split is data-independent
-    and sums to epsilon.
+    and sums to epsilon. Without structure the release is :func:`boost`'s
+    (binary tree, ``epsilon / L`` per level).
 
     Examples
     --------
@@ -274,9 +381,20 @@ def optimized_structure_first(counts, *, epsilon, k: int | None = None, count_bo
                                    records_bound=records_bound)
     if k == 1:
         eps1, eps2 = 0.0, b.epsilon
+        edges = np.array([0, n])
+    elif r == 0.0:  # averaging cannot pay: one Boost tree over the domain, no structure
+        value, var0 = _bucket_trees(x, np.array([0, n]), b.epsilon, 2, g)
+        return Release(value, "optimized-structurefirst", b,
+                       {"n": n, "k": 1, "count_bound": F, "records_bound": records_bound,
+                        "structure_fraction": 0.0, "published_as": "one binary Boost tree",
+                        "edges": [0, n], "score_sensitivity": 2 * F + 1},
+                       {"structure": 0.0, "counts": b.epsilon},
+                       expected_error={f"node_variance_height_{h}": v for h, v in var0.items()},
+                       notes=(NEIGHBOURS, "budget split from public parameters only: "
+                              "no structure (averaging cannot pay at this signal)"))
     else:
         eps1, eps2 = (p.epsilon for p in b.split([r, 1.0 - r]))
-    edges = private_structure(x, k=k, epsilon=eps1, count_bound=F, rng=g, engine=engine)
+        edges = private_structure(x, k=k, epsilon=eps1, count_bound=F, rng=g, engine=engine)
     noisy, var, scale = noisy_integers(bucket_sums(x, edges), eps2, g)
     return Release(spread(edges, noisy), "optimized-structurefirst", b,
                    {"n": n, "k": k, "count_bound": F, "records_bound": records_bound,

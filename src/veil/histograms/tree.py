@@ -18,7 +18,7 @@ from ..release import Release
 from ..validation import check_finite_array, check_int
 from ._common import NEIGHBOURS, as_budget, as_counts, as_rng, noisy_integers
 
-__all__ = ["boost", "hb", "qardaji_branching", "tree_height", "tree_inference",
+__all__ = ["boost", "hb", "qardaji_branching", "tree_height", "tree_inference", "tree_strategy_matrix",
            "noisy_tree", "level_usage"]
 
 
@@ -250,3 +250,31 @@ def level_usage(queries, n: int) -> np.ndarray:
         lo //= 2
         hi //= 2
     return use
+
+
+def tree_strategy_matrix(n: int, branching: int) -> tuple[np.ndarray, int]:
+    """The query matrix of a Boost/HB tree over ``n`` bins (padding columns dropped).
+
+    Rows are the nodes' ranges (leaves first); returns ``(A, L)`` with ``L`` the
+    number of levels (every node is measured with noise of scale ``L / eps``).
+    For exact expected-error comparisons
+    (:func:`veil.histograms.hdmm.linear_strategy_error`); dense, small ``n`` only.
+
+    Examples
+    --------
+    >>> A, L = tree_strategy_matrix(4, 2)
+    >>> A.shape, L
+    ((7, 4), 3)
+    """
+    h = tree_height(max(n, 1), branching)
+    N = branching ** h
+    rows = []
+    for lv in range(h + 1):
+        size = branching ** lv
+        for j in range(N // size):
+            lo, hi = j * size, min((j + 1) * size, n)
+            if lo < n:
+                r = np.zeros(n)
+                r[lo:hi] = 1.0
+                rows.append(r)
+    return np.array(rows), h + 1

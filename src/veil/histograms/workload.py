@@ -16,7 +16,7 @@ from ..random import make_rng
 from ..validation import check_choice, check_counts, check_finite_array, check_int
 
 __all__ = ["prefix_workload", "random_range_workload", "point_workload", "make_workload",
-           "answer", "scaled_error", "resample_to_scale", "WORKLOADS"]
+           "answer", "scaled_error", "resample_to_scale", "WORKLOADS", "RangeWorkload"]
 
 WORKLOADS = ("prefix", "random", "point")
 
@@ -119,3 +119,153 @@ def resample_to_scale(shape_counts, scale: int, *, rng=None) -> np.ndarray:
         raise ParameterError("shape_counts must have at least one record")
     scale = check_int(scale, "scale", minimum=1)
     return make_rng(rng).multinomial(scale, c / c.sum()).astype(np.int64)
+
+
+# --------------------------------------------------------------------------- implicit workloads
+
+class RangeWorkload:
+    """A public 1-D range workload with implicit Gram-matrix products.
+
+    Workload-aware mechanisms (HDMM, DAWA's GreedyH stage) need products with the
+    Gram matrix ``G = W^T W`` of the query matrix ``W`` (one row per range, ones on
+    the range). ``G`` is never formed: prefix queries, all ranges and an explicit
+    set of ranges each have O(n + q) products through prefix sums.
+
+    Parameters
+    ----------
+    kind : {'prefix', 'all-range', 'ranges'}
+    n : int
+        Number of bins.
+    queries : array (q, 2), optional
+        Half-open ranges ``[lo, hi)`` (required for ``kind='ranges'``; prefix is
+        stored as its ``n`` explicit ranges).
+
+    Examples
+    --------
+    >>> w = RangeWorkload.from_spec("prefix", 4)
+    >>> w.size, w.gram_diag().tolist()
+    (4, [4.0, 3.0, 2.0, 1.0])
+    """
+
+    KINDS = ("prefix", "all-range", "ranges")
+
+    def __init__(self, kind: str, n: int, queries=None):
+        self.kind = check_choice(kind, "workload", self.KINDS)
+        self.n = check_int(n, "n", minimum=1)
+        if self.kind == "prefix":
+            queries = prefix_workload(self.n)
+        if self.kind == "all-range":
+            self.queries = None
+            self.size = self.n * (self.n + 1) // 2
+        else:
+            if queries is None:
+                raise ParameterError("workload 'ranges' needs queries, an array (q, 2) of [lo, hi)")
+            self.queries = _check_queries(queries, self.n)
+            self.size = int(self.queries.shape[0])
+
+    @classmethod
+    def from_spec(cls, spec, n: int) -> "RangeWorkload":
+        """``'prefix'``, ``'all-range'``, a RangeWorkload, or an array of ranges ``[lo, hi)``."""
+        if isinstance(spec, RangeWorkload):
+            if spec.n != n:
+                raise ParameterError(f"workload is over {spec.n} bins, the histogram has {n}")
+            return spec
+        if isinstance(spec, str):
+            if spec == "ranges":
+                raise ParameterError("give the ranges themselves (an array (q, 2)) for a "
+                                     "user range set")
+            return cls(spec, n)
+        return cls("ranges", n, spec)
+
+    def key(self) -> tuple:
+        """A hashable fingerprint (kind, n, digest of the ranges) for caching strategies."""
+        if self.queries is None or self.kind == "prefix":
+            return (self.kind, self.n)
+        import hashlib
+
+        return (self.kind, self.n, hashlib.sha1(np.ascontiguousarray(self.queries).tobytes())
+                .hexdigest())
+
+    def describe(self) -> str:
+        return {"prefix": f"all {self.n} prefix ranges",
+                "all-range": f"all {self.size} ranges",
+                "ranges": f"{self.size} given ranges"}[self.kind]
+
+    # -- products with G -------------------------------------------------------------------
+    def gram_rows(self, V) -> np.ndarray:
+        """``V @ G`` for ``V`` of shape ``(p, n)`` (``G`` is symmetric)."""
+        V = np.atleast_2d(np.asarray(V, dtype=np.float64))
+        n = self.n
+        if self.kind == "prefix":
+            C = np.cumsum(V, axis=1)
+            return np.cumsum(C[:, ::-1], axis=1)[:, ::-1]
+        if self.kind == "all-range":
+            # G[i, j] = (min(i, j) + 1) (n - max(i, j))
+            i = np.arange(n, dtype=np.float64)
+            left = np.cumsum(V * (i + 1.0), axis=1)              # sum_{j <= i} (j+1) v_j
+            right = np.cumsum((V * (n - i))[:, ::-1], axis=1)[:, ::-1]  # sum_{j >= i} (n-j) v_j
+            right = np.concatenate((right[:, 1:], np.zeros((V.shape[0], 1))), axis=1)
+            return (n - i) * left + (i + 1.0) * right
+        lo, hi = self.queries[:, 0], self.queries[:, 1]
+        P = np.concatenate((np.zeros((V.shape[0], 1)), np.cumsum(V, axis=1)), axis=1)
+        U = P[:, hi] - P[:, lo]                                     # W v for every row
+        D = np.zeros((V.shape[0], n + 1))
+        np.add.at(D.T, lo, U.T)
+        np.add.at(D.T, hi, -U.T)
+        return np.cumsum(D[:, :n], axis=1)                          # W^T (W v)
+
+    def gram_diag(self) -> np.ndarray:
+        """The diagonal of ``G`` (how many queries contain each bin)."""
+        n = self.n
+        i = np.arange(n, dtype=np.float64)
+        if self.kind == "prefix":
+            return n - i
+        if self.kind == "all-range":
+            return (i + 1.0) * (n - i)
+        D = np.zeros(n + 1)
+        np.add.at(D, self.queries[:, 0], 1.0)
+        np.add.at(D, self.queries[:, 1], -1.0)
+        return np.cumsum(D[:n])
+
+    def block_quadratic(self, v, starts) -> np.ndarray:
+        """``v_s^T G v_s`` for every segment ``s`` of ``v`` (cross terms between segments dropped).
+
+        ``starts`` are the first bins of consecutive segments covering ``0..n-1``
+        (``starts[0] = 0``). Equals ``sum_q (sum of v over q and s)^2`` per segment.
+        """
+        v = np.asarray(v, dtype=np.float64)
+        st = np.asarray(starts, dtype=np.int64)
+        n = self.n
+        ends = np.concatenate((st[1:], [n]))
+        seg = np.repeat(np.arange(st.size), ends - st)             # segment of every bin
+        if self.kind == "all-range":
+            # sum_{i<=j in s} (2 - [i=j]) (i+1)(n-j) v_i v_j, with a segmented cumsum
+            i = np.arange(n, dtype=np.float64)
+            a = v * (i + 1.0)
+            ca = np.cumsum(a)
+            base = np.concatenate(([0.0], ca))[st][seg]             # sum before the segment
+            within = ca - base                                      # sum_{i<=j, i in s} (i+1) v_i
+            terms = 2.0 * (n - i) * v * within - (i + 1.0) * (n - i) * v * v
+            return np.bincount(seg, weights=terms, minlength=st.size)
+        P = np.concatenate(([0.0], np.cumsum(v)))
+        tot = P[ends] - P[st]
+        lo, hi = self.queries[:, 0], self.queries[:, 1]
+        s_lo, s_hi = seg[lo], seg[hi - 1]
+        out = np.zeros(st.size)
+        same = s_lo == s_hi
+        part = P[hi[same]] - P[lo[same]]
+        np.add.at(out, s_lo[same], part * part)
+        d = ~same
+        left = P[ends[s_lo[d]]] - P[lo[d]]                          # partial first segment
+        right = P[hi[d]] - P[st[s_hi[d]]]                           # partial last segment
+        np.add.at(out, s_lo[d], left * left)
+        np.add.at(out, s_hi[d], right * right)
+        # segments strictly between the two ends are covered whole
+        cover = np.zeros(st.size + 1)
+        np.add.at(cover, s_lo[d] + 1, 1.0)
+        np.add.at(cover, s_hi[d], -1.0)
+        return out + np.cumsum(cover[:-1]) * tot * tot
+
+    def dense_gram(self) -> np.ndarray:
+        """``G`` as a dense matrix (tests and small domains only)."""
+        return self.gram_rows(np.eye(self.n))

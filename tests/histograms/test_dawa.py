@@ -1,0 +1,191 @@
+"""DAWA (issue 19): the L1 partition with noisy costs and GreedyH, checked against brute force."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from veil.histograms import dawa
+from veil.histograms.dawa import (best_partition, greedy_h, interval_deviations, l1_partition,
+                                  tree_gls)
+from veil.histograms.partition import HAVE_NUMBA
+from veil.histograms.workload import RangeWorkload, random_range_workload
+from veil.random import make_rng
+
+ENGINES = ["numpy"] + (["numba"] if HAVE_NUMBA else [])
+
+
+def _naive_dev(x, m, i):
+    w = np.asarray(x[i:i + m], dtype=float)
+    return float(np.abs(w - w.mean()).sum())
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_interval_deviations_are_l1_deviations_from_the_mean(engine):
+    rng = np.random.default_rng(0)
+    x = rng.poisson(3, 37)
+    lengths, dev = interval_deviations(x, engine=engine)
+    assert lengths.tolist() == [1, 2, 4, 8, 16, 32]
+    for k, m in enumerate(lengths):
+        for i in range(37):
+            if i + m <= 37:
+                assert dev[k, i] == pytest.approx(_naive_dev(x, m, i), abs=1e-9)
+            else:
+                assert math.isinf(dev[k, i])
+
+
+def _all_partitions(n, lengths):
+    """Every partition of 0..n-1 into intervals of the allowed lengths (as edge lists)."""
+    out = []
+
+    def rec(j, acc):
+        if j == n:
+            out.append(acc)
+            return
+        for m in lengths:
+            if j + m <= n:
+                rec(j + m, acc + [j + m])
+    rec(0, [0])
+    return out
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_best_partition_equals_brute_force(engine):
+    rng = np.random.default_rng(1)
+    for _ in range(60):
+        n = int(rng.integers(1, 10))
+        lengths = 2 ** np.arange(int(math.log2(n)) + 1)
+        costs = rng.normal(0, 3, (lengths.size, n))
+        for k, m in enumerate(lengths):
+            costs[k, n - m + 1:] = np.inf
+        best = min(_all_partitions(n, lengths),
+                   key=lambda e: sum(costs[int(np.log2(b - a)), a] for a, b in zip(e, e[1:])))
+        got = best_partition(costs, lengths, engine=engine).tolist()
+        c = lambda e: sum(costs[int(np.log2(b - a)), a] for a, b in zip(e, e[1:]))  # noqa: E731
+        assert c(got) == pytest.approx(c(best))
+
+
+def test_noise_free_partition_minimises_l1_cost_plus_bucket_cost():
+    """The partition DAWA targets: least sum of L1 deviations + lambda per bucket (brute force)."""
+    rng = np.random.default_rng(2)
+    for _ in range(30):
+        n = int(rng.integers(2, 9))
+        x = rng.integers(0, 12, n)
+        lam = float(rng.uniform(0.5, 6))
+        got = l1_partition(x, epsilon=1.0, bucket_cost=lam, rng=None, use_noise=False).tolist()
+        lengths = 2 ** np.arange(int(math.log2(n)) + 1)
+        cost = lambda e: sum(_naive_dev(x, b - a, a) + lam for a, b in zip(e, e[1:]))  # noqa
+        best = min(cost(e) for e in _all_partitions(n, lengths))
+        assert cost(got) == pytest.approx(best)
+    # a step function is cut exactly at its steps
+    x = np.repeat([0, 40, 5, 90], 16)
+    e = l1_partition(x, epsilon=1.0, bucket_cost=1.0, rng=None, use_noise=False)
+    assert e.tolist() == [0, 16, 32, 48, 64]
+
+
+def _p_merge(t, b):
+    """P(z3 - z1 - z2 < t) for iid Laplace(b): numerical convolution (exact up to quadrature)."""
+    lap = stats.laplace(scale=b)
+    # P(z3 < t + z1 + z2) = E[F(t + S)], S = z1 + z2 (symmetric)
+    return integrate.quad(lambda s: lap.cdf(t + s) * _pdf_sum2(s, b), -60 * b, 60 * b,
+                          limit=200)[0]
+
+
+def _pdf_sum2(s, b):
+    # density of the sum of two iid Laplace(b): (b + |s|) exp(-|s|/b) / (4 b^2)
+    a = abs(s)
+    return (b + a) * math.exp(-a / b) / (4 * b * b)
+
+
+@pytest.mark.slow  # thousands of end-to-end calls
+def test_partition_noise_is_laplace_4_over_eps1_statistically():
+    """Two bins: merged iff z3 - z1 - z2 < lambda - dev. Binomial test (alpha 1e-6) of the
+    merge frequency against the Laplace(4/eps1) model; power check: the same test rejects
+    the frequency a scale of 0.7x (or 1.3x) would give."""
+    x = np.array([6, 2])  # dev of the pair = 4
+    eps1, lam = 0.5, 10.0
+    b = 4.0 / eps1
+    t = lam - 4.0
+    g = make_rng(seed=3)
+    N = 20_000
+    merged = sum(len(l1_partition(x, epsilon=eps1, bucket_cost=lam, rng=g)) == 2 for _ in range(N))
+    p = _p_merge(t, b)
+    assert stats.binomtest(merged, N, p).pvalue > 1e-6, (merged / N, p)
+    for wrong in (0.7 * b, 1.3 * b):
+        assert stats.binomtest(merged, N, _p_merge(t, wrong)).pvalue < 1e-6
+
+
+def _reduced_gram(edges, spec):
+    n = int(edges[-1])
+    m = len(edges) - 1
+    G = RangeWorkload.from_spec(spec, n).dense_gram()
+    S = np.zeros((n, m))
+    for b in range(m):
+        S[edges[b]:edges[b + 1], b] = 1 / (edges[b + 1] - edges[b])
+    return S.T @ G @ S
+
+
+def _dense_strategy(s):
+    m = int(s.hi[0])
+    rows = []
+    for v in np.flatnonzero(s.weight > 0):
+        r = np.zeros(m)
+        r[s.lo[v]:s.hi[v]] = s.weight[v]
+        rows.append(r)
+    return np.array(rows)
+
+
+@pytest.mark.parametrize("criterion", ["exact", "dawa"])
+def test_greedy_h_is_a_valid_strategy_and_exact_model_is_exact(criterion):
+    rng = np.random.default_rng(4)
+    edges = np.array([0, 3, 4, 10, 11, 12, 20, 25, 26, 30, 37])
+    for spec in ["prefix", "all-range", random_range_workload(37, size=40, rng=rng)]:
+        s = greedy_h(edges, spec, criterion=criterion)
+        np.testing.assert_allclose(s.path_weight_sums(), 1.0)   # sensitivity 1
+        A = _dense_strategy(s)
+        true = np.trace(np.linalg.solve(A.T @ A, _reduced_gram(edges, spec)))
+        if criterion == "exact":
+            assert s.model_error == pytest.approx(true, rel=1e-9)
+        # greedy never does worse than measuring every bucket alone (weight 1 leaves)
+        assert true <= np.trace(_reduced_gram(edges, spec)) * (1 + 1e-9)
+
+
+def test_tree_gls_equals_dense_weighted_least_squares():
+    rng = np.random.default_rng(5)
+    edges = np.array([0, 2, 5, 6, 9, 12, 13, 20])
+    s = greedy_h(edges, "prefix")
+    m = len(edges) - 1
+    on = s.weight > 0
+    y = rng.normal(0, 10, s.size)
+    var = np.where(on, 1.0 / np.maximum(s.weight, 1e-12) ** 2, np.inf)
+    est = tree_gls(s, y, var)
+    rows = np.array([[1.0 if s.lo[v] <= b < s.hi[v] else 0.0 for b in range(m)]
+                     for v in np.flatnonzero(on)])
+    wts = 1 / np.sqrt(var[on])
+    ls = np.linalg.lstsq(rows * wts[:, None], y[on] * wts, rcond=None)[0]
+    np.testing.assert_allclose(est, ls, atol=1e-9)
+
+
+def test_dawa_release_split_and_parameters():
+    x = np.concatenate([np.zeros(50, int), np.full(50, 100)])
+    r = dawa(x, epsilon=0.5, rng=make_rng(seed=6), workload=[[0, 10], [5, 100]])
+    assert r.budget_split == {"partition": 0.125, "buckets": 0.375}
+    assert r.parameters["partition_noise_scale"] == pytest.approx(4 / 0.125)
+    e = r.parameters["edges"]
+    assert e[0] == 0 and e[-1] == 100 and (np.diff(e) > 0).all()
+    assert r.parameters["bucket_cost"] > 1 / 0.375
+    with pytest.raises(Exception, match="criterion"):
+        dawa(x, epsilon=0.5, criterion="nope")
+
+
+def test_dawa_finds_steps_and_merges_flat_data():
+    """The noisy partition still finds strong steps, and merges flat data at low signal."""
+    buckets = []
+    for s in range(10):
+        r = dawa(np.repeat([0, 500, 20, 300], 64), epsilon=1.0, rng=make_rng(seed=s))
+        assert {64, 128, 192} <= set(r.parameters["edges"])
+        buckets.append(r.parameters["buckets"])
+    assert np.median(buckets) <= 12
+    r = dawa(np.full(256, 1), epsilon=0.05, rng=make_rng(seed=22))
+    assert r.parameters["buckets"] <= 16
