@@ -22,6 +22,20 @@ def _validate_count_noise(p: dict[str, Any]) -> dict[str, Any]:
     return {"categories": list(cats), "epsilon": check_epsilon(p.get("epsilon"), "epsilon")}
 
 
+def _repeated_names(names, times: int):
+    """The category names repeated ``times`` times, as an Arrow string column.
+
+    Built from int32 codes and the dictionary of names, then cast to plain strings: the
+    published column is ``string`` as before, without the fixed-width numpy unicode array
+    (4 bytes x the longest name per row) that dominated a bucket's memory.
+    """
+    import pyarrow as pa
+
+    dictionary = pa.array([str(c) for c in names], type=pa.string())
+    codes = pa.array(np.tile(np.arange(len(dictionary), dtype=np.int32), times))
+    return pa.DictionaryArray.from_arrays(codes, dictionary).cast(pa.string())
+
+
 def _count_noise_bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
                         rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Each user's category counts plus exact discrete Laplace noise, all users at once.
@@ -42,7 +56,7 @@ def _count_noise_bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
     counts = np.bincount(uidx * k + cidx, minlength=n_users * k).reshape(n_users, k)
     noisy = counts + discrete_laplace(1.0 / params["epsilon"], counts.shape, rng)
     return {"user": np.repeat(np.arange(n_users), k),
-            "category": np.tile(np.asarray(cats, dtype=object), n_users).astype(str),
+            "category": _repeated_names(cats, n_users),
             "noisy_count": noisy.ravel()}
 
 
@@ -116,7 +130,7 @@ def _visits_hide_solve(arrays: dict[str, np.ndarray], params: dict[str, Any],
     uidx = arrays["user"]
     n_users, k = int(uidx[-1]) + 1, len(cats)
     sens = np.array([index[s] for s in params["sensitive"]], dtype=np.int64)
-    step = max(1, 2_000_000 // k)  # users per dense block: bounded memory
+    step = max(1, 262_144 // k)  # users per dense block: bounded memory (~2 MB per array)
     for lo in range(0, n_users, step):
         hi = min(n_users, lo + step)
         sel = slice(np.searchsorted(uidx, lo), np.searchsorted(uidx, hi))
@@ -148,7 +162,7 @@ def _visits_hide_bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
         out_u.append(np.repeat(rows + lo, k))
         out_n.append(out[rows].reshape(-1))
     users = np.concatenate(out_u)
-    return {"user": users, "category": np.tile(cat_names, users.size // k).astype(str),
+    return {"user": users, "category": _repeated_names(cat_names, users.size // k),
             "sanitized": np.concatenate(out_n).astype(np.int64)}
 
 
