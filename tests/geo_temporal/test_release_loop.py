@@ -200,3 +200,28 @@ def test_release_trajectory_accepts_a_pure_dp_budget():
     assert a.release.budget.epsilon == pytest.approx(5.0, rel=1e-6)
     with pytest.raises(ParameterError, match="PureDP"):
         release_trajectory(cells, model=model, epsilon=GeoDP(0.01), delta=0.05)
+
+
+# ----------------------------------------------------------------- public budget bound
+@pytest.mark.parametrize("mechanism", ["pim", "lm"])
+@pytest.mark.parametrize("eps", [0.05, 1.0, 8.0])
+def test_budget_never_exceeds_its_public_bound(mechanism, eps):
+    """The ledger reserves ``trajectory_budget_bound`` before a release: every Release's
+    budget (T x eps + the data-dependent float64 correction) stays below it, and the bound
+    is not loose by orders of magnitude (half of its correction part is exceeded somewhere:
+    the check can fail)."""
+    from veil.geo.temporal.release import trajectory_budget_bound
+
+    worst = 0.0
+    for seed, grid in ((1, G), (2, TemporalGrid(lon_min=10.0, lat_min=50.0, lon_max=10.4,
+                                                lat_max=50.1, nx=12, ny=3))):
+        model, seqs = _model(seed, grid)
+        for s in seqs[:6]:
+            r = release_trajectory(np.asarray(s), model=model, epsilon=eps, delta=0.05,
+                                   mechanism=mechanism, rng=make_rng(seed=seed))
+            bound = trajectory_budget_bound(grid, epsilon=eps, n_steps=len(s),
+                                            mechanism=mechanism)
+            spent = r.release.budget.epsilon
+            assert eps * len(s) <= spent <= bound
+            worst = max(worst, (spent - eps * len(s)) / (bound - eps * len(s)))
+    assert worst > 0.5 / 100  # within two orders of magnitude of the actual corrections

@@ -353,6 +353,33 @@ class _Mechanism:
                                      self._max_displacement(hull))
         return corr_m * self.resolution
 
+    def public_float_correction(self, cell_size_m: tuple[float, float],
+                                diameter_m: float) -> float:
+        """An upper bound of :meth:`float_correction` over every set of a grid's cells.
+
+        Depends only on public quantities (``epsilon``, the resolution, the grid's cell size
+        and diameter ``D``), so a ledger can reserve ``T x (epsilon + bound)`` before a
+        release. Any sensitivity hull of cells of the grid has inradius at least
+        ``c^2 / (2 D)`` (``c`` the smaller cell side: it contains ``conv(+-a, +-b)`` for two
+        non-collinear lattice differences, whose inradius is ``|a x b| / max|a +- b|`` with
+        ``|a x b| >= c^2`` and ``|a +- b| <= 2 D``; a padded degenerate set's is at least
+        ``c / 2``), and vertices in the square of half-side ``D + c``; the correction grows as
+        the inradius shrinks and the largest displacement grows.
+        """
+        if self.resolution == 0:
+            return 0.0
+        c, d = float(min(cell_size_m)), float(diameter_m)
+        if not (c > 0 and d >= c):
+            raise ParameterError(f"cell size {c} and diameter {d} must satisfy 0 < c <= D")
+        r_in = c * c / (2.0 * d)
+        # every difference (padded: plus a cell) lies in the square of half-side D + c, the
+        # largest hull for both mechanisms' displacement bounds (Euclidean and L1 radius)
+        e = d + c
+        big = SensitivityHull.from_polygon(np.array([[e, e], [-e, e], [-e, -e], [e, -e]]))
+        corr_m = snapping_correction(self.epsilon / r_in, self.resolution,
+                                     self._max_displacement(big))
+        return corr_m * self.resolution
+
     def noise_hull(self, points: np.ndarray, *, validate: bool = True) -> SensitivityHull:
         """The norm ball whose K-norm density this mechanism's noise has."""
         raise NotImplementedError

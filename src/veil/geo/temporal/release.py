@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import math
+
 import numpy as np
 
 from ...budget import PureDP
@@ -28,10 +30,43 @@ from .hmm import delta_location_set, grid_surrogates, posterior_update
 from .knorm import MECHANISMS, pure_epsilon
 from .markov import MarkovModel
 
-__all__ = ["TrajectoryRelease", "release_trajectory", "ReleaseStepper"]
+__all__ = ["TrajectoryRelease", "release_trajectory", "ReleaseStepper", "trajectory_budget_bound",
+           "public_step_correction"]
+
+
+
+def public_step_correction(grid, mech) -> float:
+    """The public upper bound of one step's float64 correction on ``grid`` for ``mech``.
+
+    A function of the grid (cell size, diameter), epsilon and the resolution only: what a
+    ledger reserves per timestamp on top of epsilon, before the release runs (see
+    :meth:`veil.geo.temporal.knorm.PlanarIsotropicMechanism.public_float_correction`).
+    """
+    cw, ch = grid.cell_size_m
+    return mech.public_float_correction((cw, ch), math.hypot(grid.nx * cw, grid.ny * ch))
+
+
+def trajectory_budget_bound(grid, *, epsilon: float, n_steps: int, mechanism: str = "pim",
+                            resolution_m: float = 1.0) -> float:
+    """Epsilon a release of ``n_steps`` timestamps spends at most (public quantities only).
+
+    ``n_steps x (epsilon + public_step_correction)``: every released trajectory's budget
+    (``Release.budget``) is at most this, so a ledger can reserve it before the release.
+
+    Examples
+    --------
+    >>> from veil.geo.temporal import beijing_grid
+    >>> b = trajectory_budget_bound(beijing_grid(20), epsilon=1.0, n_steps=96)
+    >>> 96.0 < b < 96.001
+    True
+    """
+    mech = MECHANISMS[check_choice(mechanism, "mechanism", tuple(MECHANISMS))](
+        epsilon=pure_epsilon(epsilon), pad=grid.cell_size_m, resolution=resolution_m)
+    return float(n_steps) * (mech.epsilon + public_step_correction(grid, mech))
 
 
 @dataclass
+
 class TrajectoryRelease:
     """Everything one run of the release loop produced.
 
@@ -119,6 +154,7 @@ class ReleaseStepper:
         self.mech = MECHANISMS[self.mechanism_name](epsilon=self.epsilon,
                                                     pad=model.grid.cell_size_m,
                                                     resolution=resolution_m)
+        self.correction_bound = public_step_correction(model.grid, self.mech)
         m = model.n_cells
         if initial is None:
             p0 = np.full(m, 1.0 / m)
@@ -161,6 +197,9 @@ class ReleaseStepper:
         hull = self.mech.noise_hull(self.centers[self._hull_candidates(dset)], validate=False)
         z = self.mech.snap(self.centers[used] + self.mech.noise(hull, 1, rng)[0])
         corr = self.mech.float_correction(hull, pts)
+        if corr > self.correction_bound:  # the public bound is a theorem: never exceeded
+            raise RuntimeError(f"float64 correction {corr} exceeds its public bound "
+                               f"{self.correction_bound}")
         # likelihood of z for every possible cell: the mechanism's density around the
         # cell itself (cells of the set) or around its surrogate (other cells)
         support = np.flatnonzero(prior > 0)
