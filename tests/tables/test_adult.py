@@ -97,3 +97,29 @@ def test_adult_models_recomputed_per_class(adult, hierarchies):
         assert not _model_holds(adult, local_recoding(adult, k=5, qi=ADULT_QI8,
                                                       hierarchies=hierarchies).table,
                                 ADULT_QI8, m)
+
+
+@pytest.mark.slow
+def test_adult_local_recoding_meets_every_diva_constraint(adult, hierarchies):
+    """The 5 constraints of the benchmark (k = 5, seed 0): DIVA meets them, and so does local
+    recoding now (formerly 3 of the 5 lower bounds, proved=False); its information loss on
+    the hierarchies is below DIVA's and Mondrian's (both scored on the same hierarchies)."""
+    from veil.tables import local_recoding, mondrian_generalize
+    from veil.tables.data import as_columns, encode_qi
+    from veil.tables.metrics import utility_metrics
+
+    cs = generate_constraints(adult, ADULT_QI8, m=5, k=5, rng=np.random.default_rng(0))
+    d = diva(adult, k=5, qi=ADULT_QI8, constraints=cs, seed=0)
+    assert all(s.satisfied for s in check_constraints(d.table, cs))
+    loc = local_recoding(adult, k=5, qi=ADULT_QI8, hierarchies=hierarchies, constraints=cs,
+                         seed=0)
+    assert all(s.satisfied for s in check_constraints(loc.table, cs))
+    assert loc.table.groupby(ADULT_QI8).size().min() >= 5
+    enc = encode_qi(as_columns(adult), ADULT_QI8)
+    hier = [hierarchies[a].encode(list(enc.values[j]), column=a) for j, a in enumerate(ADULT_QI8)]
+    d_util = utility_metrics(enc.codes, hier, levels=np.zeros(enc.codes.shape, dtype=np.int64),
+                             suppressed=d.suppressed, names=enc.names)
+    mon = mondrian_generalize(adult, k=5, qi=ADULT_QI8, hierarchies=hierarchies)
+    for key in ("granularity", "nue_bits"):
+        assert loc.stats["utility"][key] < d_util[key]
+        assert loc.stats["utility"][key] < mon.stats["utility"][key]

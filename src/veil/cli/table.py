@@ -244,6 +244,8 @@ def anonymize_cmd(
     kwargs = {"marker": marker, "models": models}
     if method == "diva":
         kwargs.update(strategy=strategy, seed=seed)
+    if method == "local":  # DIVA's clusters, when the constraints need them
+        kwargs.update(seed=seed)
     if generalizing:
         kwargs.update(hierarchies=hier, metric=metric)
     if method in ("global", "local"):

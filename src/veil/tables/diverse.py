@@ -682,6 +682,45 @@ def diva(table: Any, *, k: int, qi: Sequence[str] | str,
     (4, True)
     """
     t0 = time.perf_counter()
+    plan = _diva_plan(table, k=k, qi=qi, constraints=constraints, strategy=strategy,
+                      max_candidates=max_candidates, max_steps=max_steps, rng=rng, seed=seed,
+                      marker=marker, dynamic=dynamic, models=models)
+    res = build_result(table, plan.cols, plan.enc, plan.k, plan.groups, f"diva/{plan.strategy}",
+                       plan.constraints, mask=plan.mask, stats=plan.stats, t0=t0, marker=marker,
+                       models=plan.models)
+    bad = [s for s in res.constraints if not s.satisfied]
+    if bad:  # pragma: no cover - guarded by construction
+        raise AssertionError(f"internal error: DIVA output violates {bad[0].constraint}")
+    return res
+
+
+@dataclass
+class DivaPlan:
+    """DIVA's clustering before the result is assembled (used by local recoding).
+
+    ``groups`` is every row's cluster, ``phase1`` marks the rows of the clusters
+    built for lower bounds (DiverseClustering), ``mask`` the suppressed cells
+    (varying attributes of a cluster, hidden attributes, upper-bound repairs).
+    """
+
+    cols: dict
+    enc: Any
+    k: int
+    constraints: list
+    groups: np.ndarray
+    phase1: np.ndarray
+    mask: np.ndarray
+    stats: dict
+    strategy: str
+    models: list
+
+
+def _diva_plan(table: Any, *, k: int, qi: Sequence[str] | str,
+               constraints: Sequence[DiversityConstraint] | str, strategy: str = "min-choice",
+               max_candidates: int = 6, max_steps: int = 2000, rng: Any = None,
+               seed: int | None = None, marker: str = "*", dynamic: bool = True,
+               models: Sequence[Any] = ()) -> DivaPlan:
+    """DIVA's clusters and suppression mask before privacy models (checked only)."""
     strategy = check_choice(strategy, "strategy", STRATEGIES)
     max_candidates = check_int(max_candidates, "max_candidates", minimum=1)
     max_steps = check_int(max_steps, "max_steps", minimum=1)
@@ -788,12 +827,7 @@ def diva(table: Any, *, k: int, qi: Sequence[str] | str,
     stats["hidden_cells"] = hidden
     stats["repair_suppressed_cells"] = repaired
     stats["phase1_rows"] = int(phase1.sum())
-    res = build_result(table, cols, enc, k, groups, f"diva/{strategy}", cs, mask=mask,
-                       stats=stats, t0=t0, marker=marker, models=models)
-    bad = [s for s in res.constraints if not s.satisfied]
-    if bad:  # pragma: no cover - guarded by construction
-        raise AssertionError(f"internal error: DIVA output violates {bad[0].constraint}")
-    return res
+    return DivaPlan(cols, enc, k, cs, groups, phase1, mask, stats, strategy, models)
 
 
 def _phase1_plan(groups, masks, lo, hi, hide):
@@ -933,7 +967,8 @@ def anonymize(table: Any, *, k: int, qi: Sequence[str] | str,
 
     ``kwargs`` go to the method (``models`` for every method; ``hierarchies``,
     ``max_suppression``, ``metric`` for the generalizations, ``search`` for
-    ``"global"``; ``strategy``, ``seed`` ... for DIVA; ``marker`` for all).
+    ``"global"``; ``strategy``, ``seed`` ... for DIVA, ``seed``/``rng`` for ``"local"``
+    (DIVA's clusters when the constraints need them); ``marker`` for all).
     """
     from .baselines import k_anonymize
     from .generalize import global_recoding, local_recoding, mondrian_generalize
@@ -952,7 +987,8 @@ def anonymize(table: Any, *, k: int, qi: Sequence[str] | str,
                                marker=marker, search=kwargs.get("search", "flash"), **gen)
     if method == "local":
         return local_recoding(table, k=k, qi=qi, constraints=constraints, models=models,
-                              marker=marker, **gen)
+                              marker=marker, seed=kwargs.get("seed"), rng=kwargs.get("rng"),
+                              **gen)
     if method == "mondrian-hierarchy":
         res = mondrian_generalize(table, k=k, qi=qi, marker=marker,
                                   hierarchies=gen.get("hierarchies"),

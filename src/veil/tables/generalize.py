@@ -300,6 +300,26 @@ class _NodeResult:
     loss: float
     suppressed: np.ndarray | None
     reason: str = ""
+    milp: bool = False        # extra suppression decided by the integer program
+    undecided: bool = False   # the program's answer could not be confirmed (models)
+
+
+def _loss_with(st: _Setup, node: tuple, base: list, supp: np.ndarray) -> float:
+    total = sum(base[j][node[j]] for j in range(st.q))
+    if supp.any():
+        rows = np.flatnonzero(supp)
+        total += float(st.supp_cost()[rows].sum()) - sum(float(st.row_cost(j, node[j])[rows].sum())
+                                                         for j in range(st.q))
+    return total / st.scale()
+
+
+def _constraints_hold(st: _Setup, node: tuple, supp: np.ndarray) -> str:
+    """The first constraint failing on the node's published text, or ''."""
+    for c in st.constraints:
+        cnt = int(_published_match(st, lambda j: node[j], supp, c).sum())
+        if not c.holds(cnt):
+            return f"constraint {c.to_text()}"
+    return ""
 
 
 def _evaluate(st: _Setup, node: tuple, base: list) -> _NodeResult:
@@ -310,21 +330,139 @@ def _evaluate(st: _Setup, node: tuple, base: list) -> _NodeResult:
     if mono_rows > st.max_supp:
         return _NodeResult(node, False, True, np.inf, None, "suppression limit (monotone)")
     bad = _failing(st, cls, sizes) if len(st.models) else bad_mono
-    supp = bad[cls]
-    supp = _complete_suppression(st, supp, cls, sizes, bad)
-    if supp is None or int(supp.sum()) > st.max_supp:
+    forced = bad[cls]
+    if int(forced.sum()) > st.max_supp:
         return _NodeResult(node, False, False, np.inf, None, "suppression limit")
+    complete = not forced.any() or _group_ok(st, np.flatnonzero(forced))
+    if complete or st.models:  # forced rows alone, or completed by the smallest classes
+        supp = forced if complete else _complete_suppression(st, forced, cls, sizes, bad)
+        if supp is not None and int(supp.sum()) <= st.max_supp:
+            why = _constraints_hold(st, node, supp)
+            if not why:
+                return _NodeResult(node, True, False, _loss_with(st, node, base, supp), supp)
+        else:
+            why = "suppression limit"
+        if not st.constraints:
+            return _NodeResult(node, False, False, np.inf, supp, why)
+    else:
+        why = "completion of the suppressed class"
+    # the least-loss suppressed set holding the forced rows and meeting the constraints
+    # (without models: also the least-loss completion of fewer than k forced rows)
+    got, undecided = _extra_suppression(st, node, cls, sizes, bad)
+    if got is None:
+        return _NodeResult(node, False, False, np.inf, None, why, milp=True, undecided=undecided)
+    return _NodeResult(node, True, False, _loss_with(st, node, base, got), got, milp=True)
+
+
+def _extra_suppression(st: _Setup, node: tuple, cls: np.ndarray, sizes: np.ndarray,
+                       bad: np.ndarray) -> tuple[np.ndarray | None, bool]:
+    """The least-loss suppressed rows S of a node meeting the constraints: (S or None, undecided).
+
+    S holds the rows of the classes failing k or a model, at most the limit of
+    rows, and is empty or has k rows; every other class keeps 0 or at least k
+    rows (without privacy models rows may be taken from a class, the cheapest
+    first; with models only whole classes, so the classes left still pass, and S
+    is checked against the models afterwards: if it fails, ``undecided``). An
+    integer program over the classes (HiGHS): ``s_c`` rows suppressed in class
+    c, ``z_c`` whether all of them; each constraint bounds the rows kept in the
+    classes whose labels show its target; the loss of suppressing s rows of a
+    class is the sum of its s cheapest rows' costs (convex, as the maximum of
+    its segments). The answer is re-checked on the rows in exact arithmetic.
+    """
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import csr_matrix
+
+    n, q, k = st.n, st.q, st.k
+    P = np.flatnonzero(~bad)
+    p = len(P)
+    F = int(sizes[bad].sum())
+    budget = st.max_supp - F
+    if p == 0:
+        return None, False
+    f = sizes[P].astype(np.int64)
+    pos = np.full(len(sizes), -1, dtype=np.int64)
+    pos[P] = np.arange(p)
+    extra = st.supp_cost().sum(axis=1) - sum(st.row_cost(j, node[j]) for j in range(q))
+    order = np.lexsort((extra, cls))          # rows by class, cheapest first
+    shows = []
     for c in st.constraints:
-        cnt = int(_published_match(st, lambda j: node[j], supp, c).sum())
-        if not c.holds(cnt):
-            return _NodeResult(node, False, False, np.inf, supp, f"constraint {c.to_text()}")
-    total = sum(base[j][node[j]] for j in range(st.q))
-    if supp.any():
-        rows = np.flatnonzero(supp)
-        sc = st.supp_cost()
-        total += float(sc[rows].sum()) - sum(float(st.row_cost(j, node[j])[rows].sum())
-                                             for j in range(st.q))
-    return _NodeResult(node, True, False, total / st.scale(), supp)
+        m = _published_match(st, lambda j: node[j], np.zeros(n, dtype=bool), c)
+        sc = np.zeros(len(sizes), dtype=bool)
+        sc[cls[m]] = True
+        shows.append(sc[P])
+    whole = bool(st.models)
+    nv = 3 * p + 1                             # s (p), z (p), w, t (p)
+    S, Z, W, T = 0, p, 2 * p, 2 * p + 1
+    rows, cols, vals, lb, ub = [], [], [], [], []
+
+    def add(entries, lo, hi):
+        r = len(lb)
+        for col, v in entries:
+            rows.append(r)
+            cols.append(col)
+            vals.append(v)
+        lb.append(lo)
+        ub.append(hi)
+
+    for i in range(p):
+        if whole:
+            add([(S + i, 1.0), (Z + i, -float(f[i]))], 0.0, 0.0)
+        else:
+            add([(S + i, 1.0), (Z + i, -float(k))], -np.inf, float(f[i] - k))
+            add([(S + i, 1.0), (Z + i, -float(f[i]))], 0.0, np.inf)
+    allS = [(S + i, 1.0) for i in range(p)]
+    add(allS, -np.inf, float(budget))
+    add(allS + [(W, -float(k))], -float(F), np.inf)
+    add(allS + [(W, -float(n))], -np.inf, -float(F))
+    for c, sh in zip(st.constraints, shows):
+        idx = np.flatnonzero(sh)
+        tot = int(f[idx].sum())
+        if tot < c.lo:
+            return None, False                 # suppression only lowers counts
+        hi = np.inf if c.hi == np.inf else float(tot - c.hi)
+        add([(S + int(i), 1.0) for i in idx], max(hi, 0.0) if hi != np.inf else 0.0,
+            float(tot - c.lo))
+    # the cost of s suppressed rows of a class: max over segments of equal row cost
+    ecls = extra[order]
+    ccls = cls[order]
+    starts = np.flatnonzero(np.r_[True, ccls[1:] != ccls[:-1]])
+    for a, b in zip(starts, np.r_[starts[1:], n]):
+        i = pos[ccls[a]]
+        if i < 0:
+            continue
+        e = ecls[a:b]
+        pref = np.r_[0.0, np.cumsum(e)]
+        seg = np.flatnonzero(np.r_[True, e[1:] != e[:-1]])
+        for s0 in seg:  # t >= pref[s0] + e[s0] (s - s0)
+            add([(T + int(i), 1.0), (S + int(i), -float(e[s0]))],
+                float(pref[s0] - e[s0] * s0), np.inf)
+    A = csr_matrix((vals, (rows, cols)), shape=(len(lb), nv))
+    cost = np.zeros(nv)
+    cost[T:] = 1.0
+    lo_b = np.zeros(nv)
+    hi_b = np.r_[f.astype(float), np.ones(p), 1.0, np.full(p, np.inf)]
+    integ = np.r_[np.ones(2 * p + 1), np.zeros(p)]
+    res = milp(c=cost, constraints=LinearConstraint(A, np.array(lb), np.array(ub)),
+               integrality=integ, bounds=Bounds(lo_b, hi_b),
+               options={"time_limit": 60.0})
+    if res.status == 2:
+        return None, False                     # proved: no such suppression
+    if res.status != 0 or res.x is None:
+        return None, True
+    s_int = np.rint(res.x[S:S + p]).astype(np.int64)
+    supp = bad[cls].copy()
+    for a, b in zip(starts, np.r_[starts[1:], n]):
+        i = pos[ccls[a]]
+        if i >= 0 and s_int[i] > 0:
+            supp[order[a:a + int(s_int[i])]] = True
+    # exact re-check on the rows
+    kept = np.bincount(cls[~supp], minlength=len(sizes))
+    ok = (int(supp.sum()) <= st.max_supp and (not supp.any() or int(supp.sum()) >= k)
+          and bool(np.all((kept[P] == 0) | (kept[P] >= k))) and not _constraints_hold(
+              st, node, supp))
+    if ok and supp.any() and st.models and not _group_ok(st, np.flatnonzero(supp)):
+        return None, True
+    return (supp, False) if ok else (None, True)
 
 
 def _search(st: _Setup, search: str) -> tuple[_NodeResult | None, dict]:
@@ -341,12 +479,14 @@ def _search(st: _Setup, search: str) -> tuple[_NodeResult | None, dict]:
         return sum(base[j][node[j]] for j in range(st.q)) / scale
 
     stats = {"lattice_nodes": size, "evaluated": 0, "pruned_by_tagging": 0,
-             "feasible_evaluated": 0}
+             "feasible_evaluated": 0, "suppression_programs": 0, "undecided": 0}
     best: _NodeResult | None = None
     if search == "exhaustive":
         for node in itertools.product(*[range(h + 1) for h in heights]):
             r = _evaluate(st, node, base)
             stats["evaluated"] += 1
+            stats["suppression_programs"] += r.milp
+            stats["undecided"] += r.undecided
             if r.feasible:
                 stats["feasible_evaluated"] += 1
                 if best is None or r.loss < best.loss - 1e-12:
@@ -425,6 +565,8 @@ def _search(st: _Setup, search: str) -> tuple[_NodeResult | None, dict]:
             continue
         r = _evaluate(st, node, base)
         stats["evaluated"] += 1
+        stats["suppression_programs"] += r.milp
+        stats["undecided"] += r.undecided
         if r.feasible:
             stats["feasible_evaluated"] += 1
             if best is None or r.loss < best.loss - 1e-12:
@@ -555,9 +697,13 @@ def global_recoding(table: Any, *, k: int, qi: Sequence[str] | str,
             f"no node of the generalization lattice ({stats['lattice_nodes']} nodes) meets "
             f"k = {st.k}" + (", the privacy models" if st.models else "")
             + (", the constraints" if st.constraints else "")
-            + f" with at most {st.max_supp} suppressed rows", proved=True, stats=stats)
+            + f" with at most {st.max_supp} suppressed rows"
+            + ("" if not stats["undecided"] else f" ({stats['undecided']} nodes undecided: "
+               "this does not prove that none exists)"), proved=not stats["undecided"],
+            stats=stats)
     levels = np.repeat(np.asarray(best.node, dtype=np.int64)[None, :], st.n, axis=0)
     stats.update(node=list(best.node), loss=best.loss, metric=st.metric, search=search,
+                 extra_suppression=best.milp,
                  max_suppressed_rows=st.max_supp)
     return _result(st, f"global/{search}", levels, best.suppressed, stats, t0)
 
@@ -636,17 +782,31 @@ def local_recoding(table: Any, *, k: int, qi: Sequence[str] | str,
                    max_suppression: float = 0.0, metric: str = "granularity",
                    models: Sequence[PrivacyModel] = (),
                    constraints: Sequence[DiversityConstraint] | str = (),
-                   marker: str = "*") -> Anonymization:
+                   marker: str = "*", seed: int | None = None, rng: Any = None) -> Anonymization:
     """Local recoding by top-down specialization over the hierarchies (module docstring).
 
-    Parameters are those of :func:`global_recoding` (no ``search``).
+    Parameters are those of :func:`global_recoding` (no ``search``), and:
+
+    seed, rng
+        Randomness of DIVA's random candidate clusterings, used only when the
+        constraints need DIVA's clusters (default: OS entropy; ``seed`` makes
+        runs reproducible, for experiments).
+
+    With constraints, the top-down specialization runs first; when it misses a
+    constraint, the rows of DIVA's clusters for the lower bounds are published
+    at their clusters' lowest common ancestors and the other rows are recoded
+    top-down (``stats["strategy"]``). Local recoding therefore meets every
+    constraint set DIVA meets on the same table.
 
     Raises
     ------
     GeneralizationInfeasibleError
-        The whole table (at the top labels) fails k or a model beyond the
-        suppression limit (``proved=True``), or a constraint cannot be met
-        (``proved=False``: the greedy search gave up).
+        ``proved=True`` when no local recoding exists: the whole table (at the
+        top labels) fails k or a model beyond the suppression limit, Sigma is
+        unsatisfiable, or a constraint asks for more rows than show its target
+        (when no generalized label equals a target value). ``proved=False``
+        when the search gave up (DIVA found no clustering, or a privacy model
+        failed on the clusters it needs).
 
     Examples
     --------
@@ -657,6 +817,16 @@ def local_recoding(table: Any, *, k: int, qi: Sequence[str] | str,
     >>> r = local_recoding(df, k=2, qi=["age", "sex"], hierarchies=h)
     >>> r.table["age"].tolist(), r.table["sex"].tolist()
     (['30~39', '30~39', '30~39', '30~39'], ['F', 'F', 'M', 'M'])
+
+    Here only 3 rows may show ``Q1=x`` but the 5 ``Q0=a`` and 2 ``Q0=b`` rows must
+    stay visible: the top-down pass misses it, DIVA's clusters do not (``Q1``
+    generalized in a 2-row cluster of each ``Q0`` value):
+
+    >>> df = pd.DataFrame({"Q0": ["a"] * 5 + ["b"] * 2, "Q1": ["x"] * 7})
+    >>> r = local_recoding(df, k=2, qi=["Q0", "Q1"], seed=0,
+    ...                    constraints="Q1=x: 3..3\\nQ0=a: 5..\\nQ0=b: 2..")
+    >>> r.table["Q1"].tolist(), r.stats["strategy"], [s.count for s in r.constraints]
+    (['x', 'x', 'x', '*', '*', '*', '*'], 'diva-clusters+top-down', [3, 5, 2])
     """
     t0 = time.perf_counter()
     st = _setup(table, k=k, qi=qi, hierarchies=hierarchies, models=models,
@@ -666,28 +836,81 @@ def local_recoding(table: Any, *, k: int, qi: Sequence[str] | str,
     heights = np.array(st.heights(), dtype=np.int64)
     levels = np.repeat(heights[None, :], n, axis=0)
     supp = np.zeros(n, dtype=bool)
-    budget = st.max_supp
-    # root partitions: rows grouped by their top labels
-    cls, sizes = _classes([st.gc[j][heights[j]] for j in range(q)])
+    stats: dict = {"strategy": "top-down"}
+    try:
+        leaves, splits = _top_down(st, np.arange(n), levels, supp, chase_lower=True,
+                                   proved=True)
+        coarsened, bad = _finish(st, leaves, levels, supp)
+    except GeneralizationInfeasibleError as exc:
+        if exc.proved or not st.constraints:
+            raise
+        bad = [str(exc)]
+    if bad:
+        if not st.constraints:  # pragma: no cover - _finish only reports constraints
+            raise AssertionError(f"internal error: {bad}")
+        stats["top_down_missed"] = bad
+        levels, supp, leaves, splits, coarsened, extra = _hybrid(st, seed, rng)
+        stats.update(extra)
+        stats["strategy"] = "diva-clusters+top-down"
+    levels[supp] = 0
+    stats.update({"splits": splits, "partitions": len(leaves), "metric": st.metric,
+                  "max_suppressed_rows": st.max_supp, "coarsened_partitions": coarsened})
+    res = _result(st, "local", levels, supp, stats, t0)
+    if any(not s.satisfied for s in res.constraints):  # pragma: no cover - checked above
+        raise AssertionError("internal error: local recoding output fails a constraint")
+    failed = [p for p in res.privacy if not p["satisfied"]]
+    if failed:  # classes of equal published tuples merged into one failing a model
+        raise GeneralizationInfeasibleError(
+            f"local recoding could not meet {failed[0]['model']} on every published class (this "
+            "does not prove that none exists)", proved=False)
+    res.stats["loss"] = _loss(st, levels, supp)
+    return res
+
+
+def _loss(st: _Setup, levels: np.ndarray, supp: np.ndarray) -> float:
+    """The metric's value of a recoding (levels per cell, suppressed rows)."""
+    total = 0.0
+    for j in range(st.q):
+        for lev in np.unique(levels[~supp, j]):
+            m = (~supp) & (levels[:, j] == lev)
+            total += float(st.row_cost(j, int(lev))[m].sum())
+    total += float(st.supp_cost()[supp].sum())
+    return total / st.scale()
+
+
+def _top_down(st: _Setup, rows: np.ndarray, levels: np.ndarray, supp: np.ndarray, *,
+              chase_lower: bool, proved: bool) -> tuple[list, int]:
+    """Top-down specialization of ``rows`` (at their top labels in ``levels``).
+
+    Updates ``levels`` and ``supp`` in place and returns the leaf partitions and
+    the number of splits. With ``chase_lower``, attributes of targets whose lower
+    bound is not met yet are split first. A root group (rows sharing every top
+    label) failing k beyond the budget raises (``proved`` says whether that is a
+    proof: it is for the whole table).
+    """
+    q = st.q
+    heights = np.array(st.heights(), dtype=np.int64)
+    budget = st.max_supp - int(supp.sum())
+    cls, sizes = _classes([st.gc[j][heights[j]][rows] for j in range(q)])
     stack: list[_Part] = []
     for c in range(len(sizes)):
-        rows = np.flatnonzero(cls == c)
-        if _group_ok(st, rows):
-            stack.append(_Part(rows, heights.copy(), frozenset()))
-        elif len(rows) <= budget:
-            supp[rows] = True
-            budget -= len(rows)
+        part = rows[cls == c]
+        if _group_ok(st, part):
+            stack.append(_Part(part, heights.copy(), frozenset()))
+        elif len(part) <= budget:
+            supp[part] = True
+            budget -= len(part)
         else:
             raise GeneralizationInfeasibleError(
-                f"{len(rows)} rows share the top labels of every hierarchy and fail k = {st.k}"
+                f"{len(part)} rows share the top labels of every hierarchy and fail k = {st.k}"
                 + (" or a privacy model" if st.models else "") + " beyond the suppression "
-                "limit: no generalization exists", proved=True)
+                "limit" + (": no generalization exists" if proved else ""), proved=proved)
     splits = 0
     leaves: list[_Part] = []
-    cs = st.constraints
+    cs = st.constraints if chase_lower else []
     cattr = [[st.names.index(a) for a, _ in c.target] for c in cs]
     could = [_targets_of_rows(st, c) for c in cs]
-    shows = [_match_rows(st, c, np.arange(n), levels) & ~supp for c in cs]
+    shows = [_match_rows(st, c, np.arange(st.n), levels) & ~supp for c in cs]
     counts = [int(m.sum()) for m in shows]
     while stack:
         p = stack.pop()
@@ -732,12 +955,18 @@ def local_recoding(table: Any, *, k: int, qi: Sequence[str] | str,
             budget -= len(suppressed)
             moved.append(suppressed)
         if cs and moved:
-            rows = np.concatenate(moved)
+            mrows = np.concatenate(moved)
             for i, c in enumerate(cs):
                 if j in cattr[i] or suppressed.size:
-                    new_m = _match_rows(st, c, rows, levels) & ~supp[rows]
-                    counts[i] += int(new_m.sum()) - int(shows[i][rows].sum())
-                    shows[i][rows] = new_m
+                    new_m = _match_rows(st, c, mrows, levels) & ~supp[mrows]
+                    counts[i] += int(new_m.sum()) - int(shows[i][mrows].sum())
+                    shows[i][mrows] = new_m
+    return leaves, splits
+
+
+def _finish(st: _Setup, leaves: list, levels: np.ndarray, supp: np.ndarray
+            ) -> tuple[int, list[str]]:
+    """Complete the suppressed class, repair upper bounds; (coarsened, constraints missed)."""
     # the suppressed rows form one class: empty or passing (add the smallest leaves)
     if supp.any() and not _group_ok(st, np.flatnonzero(supp)):
         leaves.sort(key=lambda lp: len(lp.rows))
@@ -753,24 +982,117 @@ def local_recoding(table: Any, *, k: int, qi: Sequence[str] | str,
         cnt = int(_published_match(st, lambda j: levels[:, j], supp, c).sum())
         if not c.holds(cnt):
             bad.append(f"{c.to_text()!r} (count {cnt})")
+    return coarsened, bad
+
+
+def _target_values(st: _Setup) -> list[set]:
+    """Per QI: the values constraints target on it."""
+    out: list[set] = [set() for _ in range(st.q)]
+    for c in st.constraints:
+        for a, v in c.target:
+            out[st.names.index(a)].add(v)
+    return out
+
+
+def _cluster_levels(st: _Setup, rows: np.ndarray, hidden: np.ndarray, tvals: list[set]
+                    ) -> np.ndarray | None:
+    """Levels publishing a cluster as one class: per attribute its lowest common ancestor.
+
+    An attribute DIVA suppresses although it is constant (``hidden``) goes at
+    least one level up; an attribute above level 0 goes up further while its
+    label's text is a target value (it must not count, as a suppressed cell
+    would not). None when the rows have no common label.
+    """
+    lev = np.zeros(st.q, dtype=np.int64)
+    for j in range(st.q):
+        h = st.hier[j].height
+        l_ = 0
+        while l_ <= h and not (st.gc[j][l_][rows] == st.gc[j][l_][rows[0]]).all():
+            l_ += 1
+        if l_ > h:
+            return None
+        if hidden[j] and l_ == 0:
+            l_ = min(1, h)
+        while 0 < l_ < h and st.hier[j].text[l_][st.gc[j][l_][rows[0]]] in tvals[j]:
+            l_ += 1
+        lev[j] = l_
+    return lev
+
+
+def _label_collision(st: _Setup) -> bool:
+    """Whether a generalized label's text equals a value a constraint targets."""
+    tv = _target_values(st)
+    return any(bool(set(st.hier[j].text[lev].tolist()) & tv[j])
+               for j in range(st.q) for lev in range(1, st.hier[j].height + 1))
+
+
+def _hybrid(st: _Setup, seed, rng):
+    """DIVA's clusters for the lower bounds at their common ancestors, top-down for the rest.
+
+    Returns ``(levels, supp, leaves, splits, coarsened, stats)``.
+    """
+    from .diverse import DivaInfeasibleError, _diva_plan, diva
+    from .reasoning import minimal_cover, satisfiability
+
+    sat = satisfiability(st.constraints)
+    if not sat:  # no relation at all satisfies Sigma, so no published table does
+        raise GeneralizationInfeasibleError(f"the constraint set is unsatisfiable: {sat.reason}",
+                                            proved=True)
+    cover = minimal_cover(st.constraints)
+    try:
+        plan = _diva_plan(st.table, k=st.k, qi=st.names, constraints=cover, seed=seed, rng=rng,
+                          marker=st.marker)
+    except DivaInfeasibleError as exc:
+        # DIVA's proof: a constraint needs more rows than show its target; a generalized
+        # label never shows a target value unless its text is one (then no proof)
+        raise GeneralizationInfeasibleError(
+            f"local recoding cannot meet the constraints: {exc}",
+            proved=exc.proved and not _label_collision(st), stats=exc.stats) from None
+    n = st.n
+    heights = np.array(st.heights(), dtype=np.int64)
+    levels = np.repeat(heights[None, :], n, axis=0)
+    supp = np.zeros(n, dtype=bool)
+    tvals = _target_values(st)
+    extra = {"diva": {k_: v for k_, v in plan.stats.items() if not k_.endswith("_s")},
+             "phase1_rows": int(plan.phase1.sum()), "cover": [c.to_text() for c in cover]}
+
+    def place(groups, mask, sel):
+        for g in np.unique(groups[sel]):
+            r = np.flatnonzero(groups == g)
+            lev = _cluster_levels(st, r, mask[r[0]] & (st.codes[r] == st.codes[r[0]]).all(axis=0),
+                                  tvals)
+            if lev is None:
+                raise GeneralizationInfeasibleError(
+                    "local recoding cannot meet the constraints: a cluster DIVA needs has no "
+                    "common label in the hierarchies (this does not prove that none exists)",
+                    proved=False)
+            levels[r] = lev[None, :]
+
+    p1 = plan.phase1
+    place(plan.groups, plan.mask, p1)
+    ok = all(_group_ok(st, np.flatnonzero(plan.groups == g)) for g in np.unique(plan.groups[p1]))
+    if not ok:  # a privacy model fails on a cluster: DIVA's model merges, everything as classes
+        try:
+            res = diva(st.table, k=st.k, qi=st.names, constraints=cover, seed=seed, rng=rng,
+                       marker=st.marker, models=st.models)
+        except InfeasibleError as exc:
+            raise GeneralizationInfeasibleError(
+                f"local recoding cannot meet the constraints and the models: {exc}",
+                proved=False) from None
+        levels[:] = heights[None, :]
+        place(np.asarray(res.groups), res.suppressed, np.ones(n, dtype=bool))
+        leaves, splits = [], 0
+        extra["model_fallback"] = True
+    else:
+        rest = np.flatnonzero(~p1)
+        leaves, splits = ([], 0) if not rest.size else _top_down(
+            st, rest, levels, supp, chase_lower=False, proved=False)
+    coarsened, bad = _finish(st, leaves, levels, supp)
     if bad:
         raise GeneralizationInfeasibleError(
             f"local recoding could not meet {', '.join(bad)} (this does not prove that no "
             "generalization exists)", proved=False)
-    levels[supp] = 0
-    stats = {"splits": splits, "partitions": len(leaves), "metric": st.metric,
-             "max_suppressed_rows": st.max_supp, "coarsened_partitions": coarsened}
-    res = _result(st, "local", levels, supp, stats, t0)
-    scale = st.scale()
-    sc = st.supp_cost()
-    total = 0.0
-    for j in range(q):
-        for lev in np.unique(levels[~supp, j]):
-            m = (~supp) & (levels[:, j] == lev)
-            total += float(st.row_cost(j, int(lev))[m].sum())
-    total += float(sc[supp].sum())
-    res.stats["loss"] = total / scale
-    return res
+    return levels, supp, leaves, splits, coarsened, extra
 
 
 def _repair_upper_bounds(st: _Setup, leaves: list, levels: np.ndarray, supp: np.ndarray) -> int:
