@@ -12,10 +12,17 @@ of one row would single that row out.
 
 **Full-domain (global) recoding**, :func:`global_recoding`: one level per
 attribute for the whole table (a node of the generalization lattice, the
-product of the hierarchies' levels). A node is *feasible* when, after
-suppressing the rows of classes with fewer than k rows or failing a privacy
-model (:mod:`veil.tables.models`), at most ``max_suppression`` of the rows are
-suppressed and every diversity constraint holds on the published text. The
+product of the hierarchies' levels). At a node the rows of classes with fewer
+than k rows or failing a privacy model (:mod:`veil.tables.models`) must be
+suppressed. The node is *feasible* when some suppressed set S holding them,
+of at most ``max_suppression`` of the rows, empty or of at least k rows,
+leaving every class with 0 or at least k rows, makes every diversity
+constraint hold on the published text; its loss is that of the least-loss
+such S. S is the forced rows when they suffice; otherwise an integer program
+over the classes decides (:func:`_extra_suppression`, HiGHS; rows of a class
+suppressed cheapest first). With privacy models the extra rows are whole
+classes (the smallest passing ones complete fewer than k forced rows) and S
+must pass the models, else the node is *undecided* (``proved=False``). The
 search returns the feasible node of least loss (``metric``):
 
 * ``"granularity"``: mean over QI cells of ``(leaves(label) - 1) / (leaves - 1)``
@@ -54,11 +61,16 @@ normalized range goes first. Each final partition publishes, per attribute,
 the lowest common ancestor of its values in the hierarchy.
 
 Diversity constraints count rows whose *published* text shows the target
-values. Global recoding checks them per node. Local recoding splits first
-the attributes of targets whose lower bound is not met yet, then lowers
+values. Global recoding decides them per node (above). Local recoding splits
+first the attributes of targets whose lower bound is not met yet, then lowers
 counts above an upper bound by generalizing one target attribute in whole
 partitions (a subset of partitions whose sizes fit the excess, keeping
-every lower bound).
+every lower bound). When that greedy pass misses a constraint, DIVA's
+clusters for the lower bounds (:func:`veil.tables.diverse.diva`, its
+clustering phase) are published at their rows' lowest common labels and the
+other rows are recoded top-down; so local recoding meets every constraint
+set DIVA meets, and reports ``proved=True`` only when no local recoding
+exists.
 
 What generalization protects is the k-anonymity (and model) statement on the
 published tuples; it is not differential privacy (see ``docs/tables.md``).
