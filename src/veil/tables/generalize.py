@@ -335,6 +335,10 @@ def _constraints_hold(st: _Setup, node: tuple, supp: np.ndarray) -> str:
 
 
 def _evaluate(st: _Setup, node: tuple, base: list) -> _NodeResult:
+    none = np.zeros(st.n, dtype=bool)
+    for c in st.constraints:  # suppression only lowers counts: a lower bound short already fails
+        if c.lo > 0 and int(_published_match(st, lambda j: node[j], none, c).sum()) < c.lo:
+            return _NodeResult(node, False, False, np.inf, None, f"constraint {c.to_text()}")
     keys = [st.gc[j][node[j]] for j in range(st.q)]
     cls, sizes = _classes(keys)
     bad_mono = _failing(st, cls, sizes, monotone_only=True)
