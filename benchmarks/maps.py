@@ -3,15 +3,19 @@
 Usage (from the project root; real data in ../shared or $VEIL_SHARED)::
 
     PYTHONPATH=src python benchmarks/maps.py accuracy --runs 10        # DPBench 2-D protocol
-    PYTHONPATH=src python benchmarks/maps.py fit --runs 6              # fit auto's threshold
+    PYTHONPATH=src python benchmarks/maps.py table a.json b.json       # merge accuracy runs
+    PYTHONPATH=src python benchmarks/maps.py fit --runs 6              # fit auto's rule
     PYTHONPATH=src python benchmarks/maps.py scale --points 100000000  # 10^8 points, 1024^2
 
 accuracy: every mechanism, auto and the flattened-HB baseline on the two DPBench 2-D
 histograms and the held-out real maps (Gowalla, Foursquare NYC, GeoLife), eps 0.1 and 1,
 scales 1e4, 1e6, 1e8, 2000 random rectangles, scaled mean absolute error.
-fit: AG and HDMM (and the others, for the best per setting) on DPBench 2-D at half-decade
-scales; the threshold minimising the worst auto/best ratio, fitted on both datasets and on each
-one alone (leave-one-out, evaluated on the other and on the held-out maps).
+fit: auto's selection stage and its candidates (AG, PrivTree, HDMM at auto's budgets; AG,
+PrivTree, HDMM, UG at the full budget for the best per setting) on the two DPBench 2-D maps and
+(with --quadrants) their 128 x 128 quarters at half-decade scales; the thresholds of auto's
+rule by grid search (fewest settings above 1.15x of the best, then the mean log ratio, ties
+resolved to the middle), fitted on every training map and leaving each DPBench dataset out in
+turn.
 scale: synthetic points written by a streaming DuckDB COPY to a Parquet file in /tmp (not
 committed), then points -> 1024 x 1024 map locally and on Dask (2 local workers), record and
 person level; wall time and peak resident memory of every process.
@@ -26,62 +30,91 @@ import time
 from pathlib import Path
 
 
+def _family(setting) -> str:
+    return setting[0].split("/")[0]
+
+
+def _evaluate_rule(runs, rule):
+    """auto / best per setting for a given rule (the same arithmetic as fit_rule)."""
+    from veil.maps.auto import fit_rule
+
+    grid = {k: [v] for k, v in rule.items()}
+    return fit_rule(runs, grid=grid)[1]
+
+
 def _fit(a):
-    import numpy as np
+    from veil.maps.auto import RULE, fit_rule
+    from veil.maps.bench import auto_runs, machine_note, training_shapes
 
-    from veil.maps.api import MECHANISMS
-    from veil.maps.auto import AUTO_THRESHOLD, fit_threshold
-    from veil.maps.bench import machine_note
-    from veil.maps.evaluation import evaluate, load_dpbench_2d, real_shapes
-    from veil.random import make_rng
-
-    scales = [int(round(10 ** e)) for e in np.arange(3.5, 8.01, 0.5)]
-    methods = [m for m in MECHANISMS if m not in a.skip]
-    print(f"# fit: {methods} at scales {scales}, eps 0.1/1, {a.runs} runs; {machine_note()}")
-    train = load_dpbench_2d()
+    if a.from_json:
+        runs = json.loads(Path(a.from_json).read_text())
+        for r in runs:
+            r["setting"] = tuple(r["setting"])
+        print(f"# fit: {len(runs)} runs read from {a.from_json}")
+        if not a.quadrants:
+            runs = [r for r in runs if "/" not in r["setting"][0]]
+    else:
+        shapes = training_shapes(quadrants=a.quadrants)
+        scales = [int(float(v)) for v in a.scales]
+        print(f"# fit: {len(shapes)} training maps ({', '.join(shapes)}), scales {scales}, "
+              f"eps 0.1/1, {a.runs} runs; {machine_note()}")
+        t0 = time.perf_counter()
+        runs = auto_runs(shapes, scales=scales, runs=a.runs, seed=11,
+                         progress=lambda m: print(f"  {m}", flush=True))
+        print(f"# training runs took {time.perf_counter() - t0:.0f} s")
+        if a.json:
+            Path(a.json).write_text(json.dumps(runs))
     t0 = time.perf_counter()
-    rows = evaluate(train, methods=methods, epsilons=(0.1, 1.0), scales=scales, runs=a.runs,
-                    rng=make_rng(seed=11))
-    print(f"# training evaluation took {time.perf_counter() - t0:.0f} s")
-    errs: dict = {}
-    for r in rows:
-        errs.setdefault((r.dataset, r.epsilon, r.scale), {})[r.method] = r.error
-    out = {"scales": scales, "methods": methods, "errors": {f"{k[0]}|{k[1]}|{k[2]}": v
-                                                           for k, v in errs.items()}}
-    t_all, rep = fit_threshold(errs, rows=256, cols=256)
-    print(f"fitted on both DPBench 2-D maps: threshold {t_all:.3g} (worst ratio "
-          f"{rep['worst']:.3f}); in the code: AUTO_THRESHOLD = {AUTO_THRESHOLD:g}")
-    out["threshold_both"] = t_all
-    for held in sorted({k[0] for k in errs}):
-        tr = {k: v for k, v in errs.items() if k[0] != held}
-        te = {k: v for k, v in errs.items() if k[0] == held}
-        t1, _ = fit_threshold(tr, rows=256, cols=256)
-        from veil.maps.auto import SCALE_FRACTION, signal
-
-        worst = max(e["ag" if signal(rows=256, cols=256, epsilon=k[1] * (1 - SCALE_FRACTION),
-                                     scale=k[2]) <= t1 else "hdmm"] / min(e.values())
-                    for k, e in te.items())
-        print(f"leave-one-out: fitted without {held}: threshold {t1:.3g}; on {held}: worst "
-              f"rule/best {worst:.3f}")
-        out[f"threshold_without_{held}"] = t1
-    for k in sorted(errs, key=lambda k: (k[0], k[1] * k[2])):
-        e = errs[k]
-        best = min(e, key=e.get)
-        print(f"  {k[0][:12]:12s} eps={k[1]:<4g} N={k[2]:<10d} best={best:9s} "
-              + " ".join(f"{m}={e[m] / e[best]:.2f}" for m in ("ag", "hdmm", "privtree")
-                         if m in e))
-    if a.json:
-        Path(a.json).write_text(json.dumps(out, indent=1))
+    rule, rep = fit_rule(runs)
+    print(f"# grid search took {time.perf_counter() - t0:.0f} s")
+    print(f"fitted on every training map: {rule}; {rep['over_target']} of "
+          f"{len(rep['ratios'])} settings above 1.15, worst {rep['worst']:.3f}")
+    print(f"shipped RULE = {RULE}")
+    fams = sorted({_family(r["setting"]) for r in runs})
+    for held in fams:
+        tr = [r for r in runs if _family(r["setting"]) != held]
+        te = [r for r in runs if _family(r["setting"]) == held]
+        r1, _ = fit_rule(tr)
+        ev = _evaluate_rule(te, r1)
+        full = {k: v for k, v in ev["ratios"].items() if k[0] == held}
+        print(f"leave-one-dataset-out: fitted without {held}: {r1}")
+        print(f"  on {held} (all {len(ev['ratios'])} settings, quarters included): "
+              f"{ev['over_target']} above 1.15, worst {ev['worst']:.3f}; on the whole map "
+              f"({len(full)} settings): {sum(v > 1.15 for v in full.values())} above 1.15, "
+              f"worst {max(full.values()):.3f}")
+    ev = _evaluate_rule(runs, RULE)
+    print(f"shipped RULE on the training runs: {ev['over_target']} of {len(ev['ratios'])} "
+          f"settings above 1.15, worst {ev['worst']:.3f}")
+    for k in sorted(ev["ratios"], key=lambda k: (k[0], k[1] * k[2])):
+        print(f"  {k[0]:28s} eps={k[1]:<4g} N={k[2]:<10d} auto/best={ev['ratios'][k]:.2f}")
 
 
 def _accuracy(a):
     from veil.maps.bench import accuracy_table
 
-    rows, table = accuracy_table(runs=a.runs, datasets=a.datasets,
+    rows, table = accuracy_table(runs=a.runs, datasets=a.datasets, methods=a.methods,
                                  scales=tuple(int(float(s)) for s in a.scales))
     print(table)
     if a.json:
         Path(a.json).write_text(json.dumps([r.to_dict() for r in rows], indent=1))
+
+
+def _table(a):
+    """One table from several ``accuracy --json`` files (e.g. DAWA-2D run with fewer runs)."""
+    from veil.maps.bench import format_rows
+    from veil.maps.evaluation import EvalRow
+
+    rows, methods = [], []
+    for f in a.files:
+        for d in json.loads(Path(f).read_text()):
+            rows.append(EvalRow(d["dataset"], d["method"], d["epsilon"], d["scale"],
+                                errors=[d["error"]]))
+            if d["method"] not in methods:
+                methods.append(d["method"])
+            print(f"# {f}: {d['method']} {d['runs']} runs", file=sys.stderr)
+    order = ["identity", "ug", "ag", "quadtree", "hb2d", "privtree", "dawa2d", "hdmm", "auto",
+             "hb-flat"]
+    print(format_rows(rows, [m for m in order if m in methods]))
 
 
 def _scale(a):
@@ -116,11 +149,19 @@ def main(argv=None) -> int:
     p.add_argument("--runs", type=int, default=10)
     p.add_argument("--datasets", default="all", choices=("all", "dpbench", "real"))
     p.add_argument("--scales", nargs="*", default=["1e4", "1e6", "1e8"])
+    p.add_argument("--methods", nargs="*", default=None,
+                   help="a subset of the methods (default: all, auto and hb-flat)")
     p.add_argument("--json", default=None)
+    p = sub.add_parser("table")
+    p.add_argument("files", nargs="+", help="accuracy --json outputs to merge")
     p = sub.add_parser("fit")
     p.add_argument("--runs", type=int, default=6)
-    p.add_argument("--skip", nargs="*", default=["dawa2d"])
-    p.add_argument("--json", default=None)
+    p.add_argument("--scales", nargs="*",
+                   default=["1e4", "3.16e4", "1e5", "3.16e5", "1e6", "3.16e6", "1e7", "1e8"])
+    p.add_argument("--quadrants", action="store_true",
+                   help="also train on the 128 x 128 quarters of the DPBench maps")
+    p.add_argument("--json", default=None, help="write the per-run measurements here")
+    p.add_argument("--from-json", default=None, help="refit from measurements written before")
     p = sub.add_parser("scale")
     p.add_argument("--points", type=float, default=1e8)
     p.add_argument("--users", type=int, default=100_000)
@@ -132,7 +173,7 @@ def main(argv=None) -> int:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--json", default=None)
     a = ap.parse_args(argv)
-    {"fit": _fit, "accuracy": _accuracy, "scale": _scale}[a.cmd](a)
+    {"fit": _fit, "accuracy": _accuracy, "table": _table, "scale": _scale}[a.cmd](a)
     return 0
 
 

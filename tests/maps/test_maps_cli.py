@@ -73,13 +73,14 @@ def _mask_dp(meta):
     """The sidecar without the values that are DP outputs (or post-processing of them)."""
     m = json.loads(json.dumps(meta))
     p = m["parameters"]
-    for k in ("leaves", "scale_rule", "auto_rule", "chosen", "m", "m1", "blocks"):
+    for k in ("leaves", "scale_rule", "auto_rule", "chosen", "m", "m1", "blocks", "auto_signal",
+              "auto_entropy"):
         p.pop(k, None)
     m["notes"] = [n for n in m["notes"] if not n.startswith(("scale:", "auto:"))]
     return m
 
 
-@pytest.mark.parametrize("method", ["identity", "privtree", "hdmm"])
+@pytest.mark.parametrize("method", ["identity", "privtree", "hdmm", "auto"])
 def test_neighbouring_inputs_publish_the_same_non_dp_content(points, method):
     extra = ["--png", str(points / "m.png"), "--geojson", str(points / "m.geojson")]
     assert _publish(points, "pts.csv", "a.parquet", method, extra) == 0

@@ -195,21 +195,3 @@ def test_hdmm_disk_cache_round_trip(tmp_path, monkeypatch):
         assert np.allclose(c.theta, a.theta)
     finally:
         H.strategy_for.cache_clear()
-
-
-def test_auto_rule_and_release():
-    from veil.maps.auto import AUTO_THRESHOLD, choose_method, signal
-
-    cells = 256 * 256
-    low = AUTO_THRESHOLD * cells / 2
-    assert choose_method(rows=256, cols=256, epsilon=1.0, scale=low)[0] == "ag"
-    assert choose_method(rows=256, cols=256, epsilon=1.0, scale=4 * low)[0] == "hdmm"
-    assert signal(rows=2, cols=2, epsilon=1.0, scale=8, sensitivity=2) == 1.0
-    x = np.full((32, 32), 50)
-    r = publish(x, epsilon=1.0, method="auto", rng=make_rng(seed=1))
-    assert r.parameters["chosen"] in ("ag", "hdmm") and "auto" in " ".join(r.notes)
-    assert r.budget_split["scale"] == pytest.approx(0.05)
-    assert math.fsum(r.budget_split.values()) == pytest.approx(1.0)
-    # with a public scale nothing is spent on it; the chosen AG reuses the same estimate
-    r = publish(x, epsilon=1.0, method="auto", scale=10.0, rng=make_rng(seed=1))
-    assert "scale" not in r.budget_split and r.parameters["chosen"] == "ag"

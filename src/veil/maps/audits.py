@@ -289,6 +289,63 @@ def canary_dawa2d_no_group_privacy(seed: int = 38, n: int | None = None) -> Audi
                   n=n, default=N_SLOW, seed=seed, events=_events(step=2.0))
 
 
+# --------------------------------------------------------------------------- auto's selection
+# a 4 x 4 map seen through a 2 x 2 feature grid (blocks of 50, 16, 10 and 40 points, the cut
+# at 3 noise scales = 18 points): the person's M points lift block (0, 1) from 16 to 19, across
+# the cut; the selection stage (noisy count, then the coarse-entropy feature) is audited at its
+# own epsilon, half for the count and half for the feature
+_AU_A = np.array([[20, 10, 6, 4],
+                  [10, 10, 3, 3],
+                  [5, 0, 10, 10],
+                  [5, 0, 10, 10]], dtype=np.int64)
+_AU_B = _AU_A.copy()
+_AU_B[0, 2] += M
+_AU_RULE = {"hdmm_above": 1e9, "privtree_min_signal": 0.0, "privtree_entropy": 0.3,
+            "hdmm_mid_signal": 0.0, "hdmm_entropy": 0.7}
+
+
+def _auto_sel(x, *, from_true=False, feature_sensitivity=None):
+    from .auto import auto_selection
+
+    def sample(n, g):
+        sel = auto_selection(x, epsilon=EPS, sensitivity=M, rng=g, batch=n, rule=_AU_RULE,
+                             scale_fraction=0.5, feature_fraction=0.5, side=2,
+                             feature_from_true=from_true,
+                             feature_sensitivity=feature_sensitivity)
+        code = np.select([sel["method"] == "ag", sel["method"] == "privtree"], [0.0, 1.0], 2.0)
+        return np.column_stack((sel["n"], sel["entropy"], code))
+    return sample
+
+
+def _auto_events():
+    ev: list[Event] = []
+    ev += events_threshold(lambda v: v[:, 0], np.arange(90.0, 136.0, 1.0), "n")
+    ev += events_threshold(lambda v: v[:, 1], np.arange(0.0, 1.001, 0.02), "entropy")
+    ev.append(Event("chose privtree", lambda v: v[:, 2] == 1.0))
+    ev.append(Event("chose hdmm", lambda v: v[:, 2] == 2.0))
+    return ev
+
+
+def audit_auto_selection(seed: int = 41, n: int | None = None) -> AuditResult:
+    """``auto``'s DP part: the noisy count and the concentration feature (and the choice)."""
+    return _audit(_auto_sel(_AU_A), _auto_sel(_AU_B), seed=seed, events=_auto_events(), n=n)
+
+
+def canary_auto_feature_from_true_counts(seed: int = 41, n: int | None = None
+                                         ) -> AuditResult:
+    """Broken: the feature computed from the TRUE block counts (no noise)."""
+    return _audit(_auto_sel(_AU_A, from_true=True), _auto_sel(_AU_B, from_true=True),
+                  seed=seed, events=_auto_events(), n=n)
+
+
+def canary_auto_feature_sensitivity_one(seed: int = 41, n: int | None = None
+                                        ) -> AuditResult:
+    """Broken: the feature's noise calibrated to one point while a person adds M points."""
+    return _audit(_auto_sel(_AU_A, feature_sensitivity=1),
+                  _auto_sel(_AU_B, feature_sensitivity=1), seed=seed, events=_auto_events(),
+                  n=n)
+
+
 # --------------------------------------------------------------------------- from points
 @functools.lru_cache(maxsize=4)
 def _point_maps(bounded: bool, salts: int = 12) -> tuple[np.ndarray, np.ndarray]:
@@ -384,6 +441,7 @@ AUDITS = {
     "privtree": audit_privtree,
     "hdmm": audit_hdmm,
     "dawa2d": audit_dawa2d,
+    "auto/selection": audit_auto_selection,
     "points/identity": audit_points_identity,
     "points/privtree": audit_points_privtree,
 }
@@ -397,6 +455,8 @@ CANARIES = {
     "privtree/split-on-true-counts": canary_privtree_split_on_true_counts,
     "hdmm/strategy-not-normalized": canary_hdmm_strategy_not_normalized,
     "dawa2d/no-group-privacy": canary_dawa2d_no_group_privacy,
+    "auto/feature-from-true-counts": canary_auto_feature_from_true_counts,
+    "auto/feature-sensitivity-one": canary_auto_feature_sensitivity_one,
     "points/identity-unbounded": canary_points_identity_unbounded,
     "points/privtree-unbounded": canary_points_privtree_unbounded,
 }

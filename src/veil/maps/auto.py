@@ -1,38 +1,61 @@
-"""``method='auto'``: a public rule that picks a map mechanism from the signal.
+"""``method='auto'``: a public rule that picks a map mechanism from DP estimates of the data.
 
-The rule reads only public quantities and one DP estimate: the grid's number of cells, epsilon,
-the contribution bound ``s`` and the number of points ``N`` -- a public ``scale`` when the
-caller has one, else a noisy count bought with 5 % of epsilon (the same estimate the chosen
-mechanism then reuses, so it is paid once). With the *signal per cell*
-``sigma = eps N / (s rows cols)`` (points per cell in units of the noise scale):
+The rule reads only public quantities and two DP estimates, measured first and composed with
+the chosen mechanism (sequential composition; the release records every share):
 
-* ``sigma <= AUTO_THRESHOLD``: **AG** (Qardaji et al.'s adaptive grid), whose cell sizes adapt
-  to the noisy density and average noise away where points are few;
-* otherwise: **HDMM** with Kronecker p-Identity strategies, whose data-independent error is the
-  lowest once the counts stand well above the noise.
+1. the number of points ``N``: a public ``scale`` when the caller has one, else a noisy count
+   bought with :data:`AUTO_SCALE_FRACTION` of epsilon (reused by AG, so paid once). With it,
+   the *signal per cell* ``sigma = eps N / (s rows cols)`` (points per cell in units of the
+   noise scale);
+2. when ``sigma <= RULE['hdmm_above']`` only: a **concentration feature** bought with
+   :data:`FEATURE_FRACTION` of epsilon (a Pythia-style feature, after Kotsogiannis et al.,
+   SIGMOD 2017): the normalised entropy of a noisy coarse grid of about
+   ``FEATURE_SIDE x FEATURE_SIDE`` blocks, counting only the blocks whose noisy count exceeds
+   ``FEATURE_CUT`` noise scales (:func:`coarse_entropy`). Low entropy: the points sit in a few
+   blocks; high: they are spread over the map.
 
-This follows what the DPBench 2-D protocol measures on the two DPBench 2-D histograms
-(``docs/benchmarks.md``, maps section): AG wins at low signal, HDMM at high signal, and the
-threshold is fitted there (:func:`fit_threshold`, printed by ``python benchmarks/maps.py fit``).
+Then (thresholds in :data:`RULE`, fitted on DPBench's 2-D data by :func:`fit_rule`):
+
+* ``sigma > hdmm_above``: **HDMM** (its data-independent error is the lowest once the counts
+  stand well above the noise); no feature is bought;
+* ``sigma >= privtree_min_signal`` and entropy ``<= privtree_entropy``: **PrivTree** (a
+  concentrated map: the tree isolates the few dense places at fine resolution);
+* ``sigma > hdmm_mid_signal`` and entropy ``>= hdmm_entropy``: **HDMM** (a spread map: AG's
+  uniform sub-blocks are biased almost everywhere);
+* otherwise **AG** (Qardaji et al.'s adaptive grid).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 
 import numpy as np
 
+from ..errors import ParameterError
 from ..random import make_rng
 from ..release import Release
-from ..validation import check_int, check_positive
-from ._common import SCALE_FRACTION, as_budget, check_sensitivity, scale_estimate
+from ..validation import check_int, check_positive, check_probability
+from ._blocks import prefix2d, rect_sums, split_edges
+from ._common import as_budget, check_sensitivity, grid_dims, noisy
 
-__all__ = ["AUTO_THRESHOLD", "choose_method", "publish_auto", "signal", "fit_threshold"]
+__all__ = ["RULE", "AUTO_SCALE_FRACTION", "FEATURE_FRACTION", "FEATURE_SIDE", "FEATURE_CUT",
+           "choose_method", "publish_auto", "signal", "coarse_entropy", "auto_selection",
+           "fit_rule", "apply_rule"]
 
-#: signal per cell above which ``auto`` picks HDMM (below: AG); fitted on DPBench 2-D
-#: (``python benchmarks/maps.py fit``, see docs/benchmarks.md)
-AUTO_THRESHOLD = 8.15
+#: share of epsilon for the noisy number of points (when no public scale is given)
+AUTO_SCALE_FRACTION = 0.02
+#: share of epsilon for the concentration feature (only when ``sigma <= RULE['hdmm_above']``)
+FEATURE_FRACTION = 0.03
+#: the feature's coarse grid has about FEATURE_SIDE x FEATURE_SIDE blocks
+FEATURE_SIDE = 16
+#: blocks whose noisy count is at most FEATURE_CUT noise scales count as empty
+FEATURE_CUT = 3.0
+
+#: the fitted thresholds (``python benchmarks/maps.py fit``; docs/maps.md, docs/benchmarks.md)
+RULE = {"hdmm_above": 10.0, "privtree_min_signal": 0.0178, "privtree_entropy": 0.44,
+        "hdmm_mid_signal": 1.0, "hdmm_entropy": 0.7}
 
 
 def signal(*, rows: int, cols: int, epsilon: float, scale: float, sensitivity: int = 1
@@ -47,82 +70,272 @@ def signal(*, rows: int, cols: int, epsilon: float, scale: float, sensitivity: i
     return float(epsilon) * float(scale) / (int(sensitivity) * int(rows) * int(cols))
 
 
-def choose_method(*, rows: int, cols: int, epsilon: float, scale: float,
-                  sensitivity: int = 1, threshold: float | None = None) -> tuple[str, str]:
-    """The public rule behind ``auto``; returns ``(method, reason)``.
+def _coarse_totals(x: np.ndarray, side: int) -> np.ndarray:
+    rows, cols = x.shape[-2:]
+    mr, mc = grid_dims(side, rows, cols)
+    re_, ce = split_edges(rows, mr), split_edges(cols, mc)
+    P = prefix2d(x)
+    return rect_sums(P, re_[:-1, None], re_[1:, None], ce[None, :-1], ce[None, 1:])
+
+
+def coarse_entropy(y: np.ndarray, noise_scale: float, *, cut: float = FEATURE_CUT
+                   ) -> np.ndarray:
+    """Normalised entropy of noisy block counts ``y`` (..., mr, mc), blocks ``<= cut *
+    noise_scale`` dropped; in [0, 1] (0 also when no block is left).
+
+    Post-processing of the noisy counts only.
 
     Examples
     --------
-    >>> choose_method(rows=256, cols=256, epsilon=0.1, scale=10**4)[0]
-    'ag'
+    >>> float(coarse_entropy(np.full((4, 4), 100.0), 1.0))
+    1.0
+    >>> float(coarse_entropy(np.array([[100.0, 0.0], [0.0, 2.0]]), 1.0))
+    0.0
+    """
+    y = np.asarray(y, dtype=np.float64)
+    k = y.shape[-2] * y.shape[-1]
+    z = np.where(y > cut * noise_scale, y, 0.0).reshape(*y.shape[:-2], k)
+    tot = z.sum(axis=-1, keepdims=True)
+    p = np.divide(z, tot, out=np.zeros_like(z), where=tot > 0)
+    ent = -np.sum(np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0), axis=-1)
+    ent = np.maximum(ent, 0.0)  # no -0.0
+    return ent / math.log(k) if k > 1 else np.zeros_like(ent)
+
+
+def auto_selection(x: np.ndarray, *, epsilon: float, sensitivity: int, rng, scale=None,
+                   batch: int | None = None, rule: dict | None = None,
+                   scale_fraction: float = AUTO_SCALE_FRACTION,
+                   feature_fraction: float = FEATURE_FRACTION, side: int = FEATURE_SIDE,
+                   feature_from_true: bool = False, feature_sensitivity: int | None = None
+                   ) -> dict:
+    """The DP part of ``auto``: the noisy count, the feature, and the rule's choice.
+
+    ``x`` (rows, cols) true counts; ``batch``: draw that many independent selections at once
+    (the audits), else one. Returns arrays (one entry per draw): ``n`` (the number of points
+    the rule used), ``signal``, ``entropy`` (NaN where no feature was bought), ``method``, and
+    the epsilon spent on the count (``eps_scale``) and on the feature (``eps_feature``, 0
+    where none was bought).
+
+    Why it is DP: the count is a discrete Laplace release of a sum (L1 sensitivity ``s``) with
+    ``scale_fraction * eps``; whether the feature is bought is a function of that release;
+    the feature's block counts partition the grid (sensitivity ``s``) and get discrete Laplace
+    noise with ``feature_fraction * eps``; entropy and rule are post-processing. Adaptive
+    sequential composition: every branch spends at most ``(scale_fraction +
+    feature_fraction) eps`` here, and ``publish_auto`` gives the chosen mechanism the rest of
+    its branch's budget. ``feature_from_true`` (the feature on the TRUE block counts) and
+    ``feature_sensitivity`` (noise calibrated to another sensitivity) exist only for the
+    audit's canaries; never use them.
+    """
+    rule = RULE if rule is None else rule
+    s = sensitivity
+    rows, cols = x.shape
+    nb = 1 if batch is None else int(batch)
+    if scale is None:
+        e_n = scale_fraction * epsilon
+        tot = np.full(nb, int(x.sum()), dtype=np.int64)
+        n_est = np.maximum(1.0, noisy(tot, e_n, s, rng)[0].astype(np.float64))
+    else:
+        e_n = 0.0
+        n_est = np.full(nb, check_positive(scale, "scale"), dtype=np.float64)
+    sig = epsilon * n_est / (s * rows * cols)
+    need = sig <= rule["hdmm_above"]
+    ent = np.full(nb, np.nan)
+    e_f = feature_fraction * epsilon
+    if need.any():
+        blocks = _coarse_totals(x, side)
+        k = int(need.sum())
+        fs = s if feature_sensitivity is None else feature_sensitivity
+        if feature_from_true:
+            y = np.broadcast_to(blocks, (k, *blocks.shape)).astype(np.float64)
+        else:
+            y = noisy(np.broadcast_to(blocks, (k, *blocks.shape)), e_f, fs, rng)[0]
+        ent[need] = coarse_entropy(y, s / e_f)
+    method = apply_rule(sig, ent, rule)
+    return {"n": n_est, "signal": sig, "entropy": ent, "method": method,
+            "eps_scale": np.full(nb, e_n), "eps_feature": np.where(need, e_f, 0.0)}
+
+
+def apply_rule(sig, ent, rule: dict | None = None) -> np.ndarray:
+    """The rule on arrays of signals and entropies (NaN: not measured); method names.
+
+    Examples
+    --------
+    >>> apply_rule(np.array([100.0, 0.2, 0.2, 2.0]), np.array([np.nan, 0.3, 0.55, 0.9])).tolist()
+    ['hdmm', 'privtree', 'ag', 'hdmm']
+    """
+    r = RULE if rule is None else rule
+    sig = np.asarray(sig, dtype=np.float64)
+    ent = np.asarray(ent, dtype=np.float64)
+    out = np.full(sig.shape, "ag", dtype=object)
+    with np.errstate(invalid="ignore"):
+        pt = (sig >= r["privtree_min_signal"]) & (ent <= r["privtree_entropy"])
+        hm = (sig > r["hdmm_mid_signal"]) & (ent >= r["hdmm_entropy"])
+    out[hm & ~pt] = "hdmm"
+    out[pt] = "privtree"
+    out[sig > r["hdmm_above"]] = "hdmm"
+    return out
+
+
+def choose_method(*, rows: int, cols: int, epsilon: float, scale: float,
+                  sensitivity: int = 1, entropy: float | None = None,
+                  rule: dict | None = None) -> tuple[str, str]:
+    """The public rule behind ``auto`` on given values; returns ``(method, reason)``.
+
+    ``entropy`` is the concentration feature (:func:`coarse_entropy`); it is needed only when
+    the signal is at most ``RULE['hdmm_above']``.
+
+    Examples
+    --------
     >>> choose_method(rows=256, cols=256, epsilon=1.0, scale=10**8)[0]
     'hdmm'
+    >>> choose_method(rows=256, cols=256, epsilon=1.0, scale=10**4, entropy=0.3)[0]
+    'privtree'
+    >>> choose_method(rows=256, cols=256, epsilon=0.1, scale=10**4, entropy=0.6)[0]
+    'ag'
     """
     rows = check_int(rows, "rows", minimum=1)
     cols = check_int(cols, "cols", minimum=1)
-    t = AUTO_THRESHOLD if threshold is None else check_positive(threshold, "threshold")
+    r = RULE if rule is None else rule
     sig = signal(rows=rows, cols=cols, epsilon=check_positive(epsilon, "epsilon"),
                  scale=check_positive(scale, "scale"), sensitivity=sensitivity)
-    if sig <= t:
-        return "ag", f"signal per cell eps*N/(s*cells) = {sig:.3g} <= {t:g}: ag"
-    return "hdmm", f"signal per cell eps*N/(s*cells) = {sig:.3g} > {t:g}: hdmm"
+    if sig <= r["hdmm_above"] and entropy is None:
+        raise ParameterError(f"signal per cell {sig:.3g} <= {r['hdmm_above']:g}: the rule "
+                             "needs the concentration feature (entropy)")
+    ent = np.nan if entropy is None else float(entropy)
+    method = str(apply_rule(np.array([sig]), np.array([ent]), r)[0])
+    return method, _reason(sig, ent, method, r)
+
+
+def _reason(sig: float, ent: float, method: str, r: dict) -> str:
+    head = f"signal per cell eps*N/(s*cells) = {sig:.3g}"
+    if not np.isfinite(ent):
+        return f"{head} > {r['hdmm_above']:g}: {method}"
+    return (f"{head} <= {r['hdmm_above']:g}, coarse entropy {ent:.3f} (privtree if signal >= "
+            f"{r['privtree_min_signal']:g} and entropy <= {r['privtree_entropy']:g}; hdmm if "
+            f"signal > {r['hdmm_mid_signal']:g} and entropy >= {r['hdmm_entropy']:g}; else "
+            f"ag): {method}")
 
 
 def publish_auto(x: np.ndarray, *, epsilon, sensitivity: int = 1, scale=None, rng=None,
-                 scale_fraction: float = SCALE_FRACTION, threshold: float | None = None
+                 scale_fraction: float = AUTO_SCALE_FRACTION,
+                 feature_fraction: float = FEATURE_FRACTION, rule: dict | None = None
                  ) -> Release:
-    """Publish with the mechanism :func:`choose_method` picks (see the module docstring).
+    """Publish with the mechanism the rule picks (see the module docstring).
 
-    Why it is eps-DP: the noisy count (when no public ``scale`` is given) is
-    ``scale_fraction * eps``-DP; the rule is a public function of it and of public values; the
-    chosen mechanism is run with the rest of the budget and reuses the noisy count as its
-    scale (sequential composition: the parts sum to eps).
+    Why it is eps-DP: :func:`auto_selection` spends ``eps_scale + eps_feature`` (both recorded
+    in the budget split); the chosen mechanism is run with the rest, ``eps - eps_scale -
+    eps_feature``, and AG reuses the noisy count as its scale (sequential, adaptive
+    composition: the parts sum to eps in every branch).
+
+    Examples
+    --------
+    >>> from veil.random import make_rng
+    >>> x = np.zeros((64, 64), dtype=int); x[:2, :2] = 2000
+    >>> r = publish_auto(x, epsilon=1.0, rng=make_rng(seed=3))
+    >>> r.parameters["chosen"], sorted(r.budget_split)[:2]
+    ('privtree', ['feature', 'privtree:leaves'])
     """
     from .api import publish
 
     b = as_budget(epsilon)
     s = check_sensitivity(sensitivity)
+    check_probability(scale_fraction, "scale_fraction", open_low=True, open_high=True)
+    check_probability(feature_fraction, "feature_fraction", open_low=True, open_high=True)
+    if scale_fraction + feature_fraction >= 1:
+        raise ParameterError("scale_fraction + feature_fraction must be < 1")
+    r = RULE if rule is None else rule
     g = make_rng(rng)
     rows, cols = x.shape
-    n_est, b_rest, split, note = scale_estimate(x, b, scale=scale, sensitivity=s, rng=g,
-                                                fraction=scale_fraction)
-    method, reason = choose_method(rows=rows, cols=cols, epsilon=b_rest.epsilon, scale=n_est,
-                                   sensitivity=s, threshold=threshold)
-    rel = publish(x, epsilon=b_rest, method=method, sensitivity=s, scale=n_est, rng=g)
-    split = {**split, **{f"{method}:{k}": v for k, v in rel.budget_split.items()}}
+    sel = auto_selection(x, epsilon=b.epsilon, sensitivity=s, rng=g, scale=scale, rule=r,
+                         scale_fraction=scale_fraction, feature_fraction=feature_fraction)
+    n_est, sig, ent = float(sel["n"][0]), float(sel["signal"][0]), float(sel["entropy"][0])
+    method = str(sel["method"][0])
+    e_n, e_f = float(sel["eps_scale"][0]), float(sel["eps_feature"][0])
+    rest = b.epsilon - e_n - e_f
+    rel = publish(x, epsilon=rest, method=method, sensitivity=s, scale=n_est, rng=g)
+    split = {}
+    if e_n > 0:
+        split["scale"] = e_n
+    if e_f > 0:
+        split["feature"] = e_f
+    split.update({f"{method}:{k}": v for k, v in rel.budget_split.items()})
+    reason = _reason(sig, ent, method, r)
+    note = (f"scale: noisy number of points {n_est:g} (epsilon {e_n:g})" if scale is None
+            else "scale: public value given by the caller")
+    feat = (f"auto: concentration feature bought with epsilon {e_f:g} (entropy of a noisy "
+            f"coarse grid)" if e_f > 0 else "auto: no concentration feature needed")
     return dataclasses.replace(
         rel, budget=b, budget_split=split,
         parameters={**rel.parameters, "chosen": method, "auto_rule": reason,
-                    "auto_threshold": AUTO_THRESHOLD if threshold is None else threshold,
+                    "auto_thresholds": dict(r), "auto_signal": sig,
+                    "auto_entropy": None if not np.isfinite(ent) else ent,
                     "scale_rule": note},
-        notes=(*rel.notes, f"auto: {reason}", note))
+        notes=(*rel.notes, f"auto: {reason}", feat, note))
 
 
-def fit_threshold(errors: dict[tuple, dict[str, float]], *, rows: int, cols: int,
-                  sensitivity: int = 1) -> tuple[float, dict]:
-    """Fit :data:`AUTO_THRESHOLD` on measured errors.
+# --------------------------------------------------------------------------- fitting
+def _ratios(rule, sig, ent, choice, idx, cnt, best):
+    direct = sig > rule["hdmm_above"]
+    with np.errstate(invalid="ignore"):
+        pt = ~direct & (sig >= rule["privtree_min_signal"]) & (ent <= rule["privtree_entropy"])
+        hm = ~direct & ~pt & (sig > rule["hdmm_mid_signal"]) & (ent >= rule["hdmm_entropy"])
+    e = np.where(direct, choice["hdmm_d"], np.where(pt, choice["privtree_a"], np.where(
+        hm, choice["hdmm_a"], choice["ag_a"])))
+    return np.bincount(idx, weights=e, minlength=best.size) / cnt / best
 
-    ``errors`` maps ``(dataset, epsilon, scale)`` to ``{method: mean scaled error}`` (with at
-    least ``'ag'`` and ``'hdmm'``). Candidates are the geometric midpoints between consecutive
-    signals of the settings (the signal uses 95 % of epsilon, as ``auto`` does without a public
-    scale); the threshold minimises the largest ratio of the rule's choice to the best method of
-    each setting, then the mean log ratio. Returns ``(threshold, report)``.
+
+def fit_rule(runs: list[dict], *, reference=("ag", "privtree", "hdmm", "ug"),
+             grid: dict | None = None, target: float = 1.15) -> tuple[dict, dict]:
+    """Fit :data:`RULE` on per-run measurements (``veil.maps.bench.auto_runs``).
+
+    Each run carries ``setting`` (any hashable, e.g. ``(map, eps, N)``), ``signal`` and
+    ``entropy`` (as ``auto`` measures them), the errors of the candidates at ``auto``'s budgets
+    (``ag_a``, ``privtree_a``, ``hdmm_a`` after the feature; ``hdmm_d`` when no feature is
+    bought) and the reference methods' errors at the full budget. For every setting, the ratio
+    of ``auto``'s mean error to the best reference's mean error; over a grid of thresholds
+    (``grid``: name -> candidates), the rules with the fewest settings above ``target``, then
+    the smallest mean log ratio (to 3 decimals), tie; each threshold is then the median of the
+    tied rules' values (snapped to the grid): where the training data cannot tell thresholds
+    apart, the middle of the undecided range. Returns ``(rule, report)``.
     """
-    sig = {k: signal(rows=rows, cols=cols, epsilon=k[1] * (1 - SCALE_FRACTION), scale=k[2],
-                     sensitivity=sensitivity) for k in errors}
-    levels = sorted(set(sig.values()))
-    cands = [math.sqrt(a * b) for a, b in zip(levels, levels[1:])]
-    cands = [levels[0] / 2, *cands, levels[-1] * 2]
-    best_t, best_key, best_rep = None, None, None
-    for t in cands:
-        ratios = {}
-        for k, e in errors.items():
-            choice = "ag" if sig[k] <= t else "hdmm"
-            ratios[k] = e[choice] / min(e.values())
-        worst = max(ratios.values())
-        mean_log = float(np.mean(np.log(list(ratios.values()))))
-        key = (round(worst, 6), mean_log)
-        if best_key is None or key < best_key:
-            best_t, best_key, best_rep = t, key, {"worst": worst, "mean_log": mean_log,
-                                                  "ratios": ratios}
-    return float(best_t), best_rep
+    settings = sorted({r["setting"] for r in runs}, key=str)
+    sid = {k: i for i, k in enumerate(settings)}
+    idx = np.array([sid[r["setting"]] for r in runs])
+    cnt = np.bincount(idx, minlength=len(settings)).astype(np.float64)
+    sig = np.array([r["signal"] for r in runs])
+    ent = np.array([r["entropy"] for r in runs])
+    err = {k: np.array([r[k] for r in runs]) for k in ("ag_a", "privtree_a", "hdmm_a", "hdmm_d")}
+    best = np.min([np.bincount(idx, weights=[r[m] for r in runs], minlength=len(settings))
+                   / cnt for m in reference], axis=0)
+    if grid is None:
+        sg = lambda lo, hi: [round(10 ** (k / 4), 4) for k in range(lo, hi + 1)]  # noqa: E731
+        grid = {"hdmm_above": sg(0, 6), "privtree_min_signal": sg(-8, -2),
+                "privtree_entropy": [round(v, 2) for v in np.arange(0.30, 0.601, 0.02)],
+                "hdmm_mid_signal": sg(-4, 4),
+                "hdmm_entropy": [round(v, 2) for v in np.arange(0.50, 0.801, 0.02)]}
+    names = list(grid)
+    choice = {"hdmm_d": err["hdmm_d"], "hdmm_a": err["hdmm_a"], "privtree_a": err["privtree_a"],
+              "ag_a": err["ag_a"]}
+    scored = []
+    for combo in itertools.product(*(grid[n] for n in names)):
+        rule = dict(zip(names, combo))
+        if rule["hdmm_mid_signal"] > rule["hdmm_above"] or \
+                rule["privtree_min_signal"] > rule["hdmm_above"]:
+            continue
+        ratio = _ratios(rule, sig, ent, choice, idx, cnt, best)
+        scored.append(((int(np.sum(ratio > target)), round(float(np.mean(np.log(ratio))), 3)),
+                       combo))
+    top = min(k for k, _ in scored)
+    tied = np.array([c for k, c in scored if k == top], dtype=np.float64)
+    # thresholds the training data cannot tell apart: the middle of the tied candidates (the
+    # median per threshold, snapped to the grid), not the first one met
+    rule = {}
+    for j, n in enumerate(names):
+        vals = np.array(grid[n], dtype=np.float64)
+        rule[n] = float(vals[np.argmin(np.abs(vals - np.median(tied[:, j])))])
+    ratio = _ratios(rule, sig, ent, choice, idx, cnt, best)
+    best_rule = rule
+    best_rep = {"over_target": int(np.sum(ratio > target)),
+                "mean_log": float(np.mean(np.log(ratio))), "worst": float(ratio.max()),
+                "tied": int(tied.shape[0]), "ratios": dict(zip(settings, ratio.tolist()))}
+    return best_rule, best_rep

@@ -23,7 +23,8 @@ import numpy as np
 
 from ..io import sql
 
-__all__ = ["accuracy_table", "generate_points", "scale_run", "machine_note", "format_rows"]
+__all__ = ["accuracy_table", "generate_points", "scale_run", "machine_note", "format_rows",
+           "training_shapes", "auto_runs"]
 
 
 def machine_note() -> str:
@@ -79,6 +80,81 @@ def accuracy_table(*, runs: int = 10, scales=(10**4, 10**6, 10**8), epsilons=(0.
                     rng=make_rng(seed=seed), progress=lambda m: log(f"  {m}"))
     log(f"# took {time.perf_counter() - t0:.0f} s")
     return rows, format_rows(rows, methods)
+
+
+# --------------------------------------------------------------------------- auto's fit
+def training_shapes(quadrants: bool = True) -> dict[str, np.ndarray]:
+    """The DPBench 2-D histograms and (``quadrants``) their four 128 x 128 quarters.
+
+    The quarters are more DPBench 2-D data at another concentration (a quarter of the
+    Gowalla check-in map holds one continent, a quarter of the Beijing map the centre or the
+    outskirts): they give ``auto``'s fit maps of every kind. A quarter without points is left
+    out.
+    """
+    from .evaluation import load_dpbench_2d
+
+    out = {}
+    for name, a in load_dpbench_2d().items():
+        out[name] = a
+        if quadrants:
+            h, w = a.shape[0] // 2, a.shape[1] // 2
+            for i, (r, c) in enumerate(((0, 0), (0, w), (h, 0), (h, w))):
+                q = a[r:r + h, c:c + w]
+                if q.sum() > 0:
+                    out[f"{name}/q{i}"] = q
+    return out
+
+
+def auto_runs(shapes: dict[str, np.ndarray], *, epsilons=(0.1, 1.0), scales, runs: int,
+              seed: int = 0, queries: int = 2000, reference=("ag", "privtree", "hdmm", "ug"),
+              progress=None) -> list[dict]:
+    """Per-run measurements for :func:`veil.maps.auto.fit_rule` (an experiment: seeded).
+
+    For every shape, scale, run and epsilon (the DPBench 2-D protocol of
+    :func:`veil.maps.evaluation.evaluate`): ``auto``'s selection stage as ``auto`` runs it
+    (the noisy count and, always here, the feature), the candidates' scaled errors at the
+    budget ``auto`` would leave them (``ag_a``, ``privtree_a``, ``hdmm_a`` after count and
+    feature; ``hdmm_d`` after the count only) and the reference methods' errors at the full
+    budget (common random numbers within a run).
+    """
+    from ..random import make_rng
+    from .api import publish
+    from .auto import AUTO_SCALE_FRACTION, FEATURE_FRACTION, RULE, auto_selection
+    from .evaluation import random_rectangles, rectangle_answers, resample_map
+
+    g = make_rng(seed=seed)
+    always = {**RULE, "hdmm_above": float("inf")}  # measure the feature in every run
+    out = []
+    for name, shape in shapes.items():
+        shp = np.asarray(shape)
+        q = random_rectangles(*shp.shape, size=queries, rng=g)
+        for scale in scales:
+            for t in range(runs):
+                x = resample_map(shp, int(scale), rng=g)
+                ta = rectangle_answers(q, x)
+
+                def err(v):
+                    return float(np.mean(np.abs(ta - rectangle_answers(q, v))) / float(scale))
+                for eps in epsilons:
+                    sel = auto_selection(x, epsilon=eps, sensitivity=1, rng=g, rule=always)
+                    n_est = float(sel["n"][0])
+                    rest = eps * (1 - AUTO_SCALE_FRACTION - FEATURE_FRACTION)
+                    seed_r = int(g.integers(0, 2**63))
+                    rec = {"setting": (name, float(eps), int(scale)), "run": t,
+                           "signal": float(sel["signal"][0]),
+                           "entropy": float(sel["entropy"][0])}
+                    for m in ("ag", "privtree", "hdmm"):
+                        rec[f"{m}_a"] = err(publish(x, epsilon=rest, method=m, scale=n_est,
+                                                    rng=make_rng(seed=seed_r)).value)
+                    rec["hdmm_d"] = err(publish(x, epsilon=eps * (1 - AUTO_SCALE_FRACTION),
+                                                method="hdmm", rng=make_rng(seed=seed_r)).value)
+                    for m in reference:
+                        rec[m] = err(publish(x, epsilon=eps, method=m,
+                                             rng=make_rng(seed=seed_r)).value)
+                    out.append(rec)
+            if progress is not None:
+                progress(f"{name} scale={scale:.0e}")
+    return out
 
 
 # --------------------------------------------------------------------------- scale

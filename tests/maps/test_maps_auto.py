@@ -1,0 +1,113 @@
+"""``auto``: the rule, the release's budget split, and the concentration feature's statistics.
+
+The DP part (noisy count and feature) is audited with its canaries in test_maps_audits.py
+(``auto/selection``, ``auto/feature-from-true-counts``, ``auto/feature-sensitivity-one``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from veil.errors import ParameterError
+from veil.maps import publish
+from veil.maps.auto import (AUTO_SCALE_FRACTION, FEATURE_FRACTION, RULE, apply_rule,
+                            auto_selection, choose_method, coarse_entropy, signal)
+from veil.random import make_rng
+
+CELLS = 256 * 256
+
+
+def _scale(sig, eps=1.0):
+    return sig * CELLS / eps
+
+
+def test_rule_branches():
+    r = RULE
+    hi = _scale(2 * r["hdmm_above"])
+    assert choose_method(rows=256, cols=256, epsilon=1.0, scale=hi)[0] == "hdmm"
+    mid = _scale(math.sqrt(r["hdmm_mid_signal"] * r["hdmm_above"]))
+    assert choose_method(rows=256, cols=256, epsilon=1.0, scale=mid,
+                         entropy=r["hdmm_entropy"] + 0.01)[0] == "hdmm"
+    assert choose_method(rows=256, cols=256, epsilon=1.0, scale=mid,
+                         entropy=(r["privtree_entropy"] + r["hdmm_entropy"]) / 2)[0] == "ag"
+    low = _scale(max(r["privtree_min_signal"], 1e-3) * 1.5)
+    assert choose_method(rows=256, cols=256, epsilon=1.0, scale=low,
+                         entropy=r["privtree_entropy"] - 0.01)[0] == "privtree"
+    below = _scale(r["privtree_min_signal"] / 2)
+    assert choose_method(rows=256, cols=256, epsilon=1.0, scale=below,
+                         entropy=r["privtree_entropy"] - 0.01)[0] == "ag"
+    with pytest.raises(ParameterError, match="entropy"):
+        choose_method(rows=256, cols=256, epsilon=1.0, scale=low)
+    assert signal(rows=2, cols=2, epsilon=1.0, scale=8, sensitivity=2) == 1.0
+    # the vectorized rule agrees with the scalar one
+    sig = np.array([2 * r["hdmm_above"], r["privtree_min_signal"] * 1.5, 1e-4])
+    ent = np.array([np.nan, 0.0, 1.0])
+    assert apply_rule(sig, ent).tolist() == ["hdmm", "privtree", "ag"]
+
+
+def test_release_records_the_split():
+    x = np.zeros((64, 64), dtype=np.int64)
+    x[:2, :2] = 2000          # concentrated, low signal per cell: the feature is bought
+    r = publish(x, epsilon=1.0, method="auto", rng=make_rng(seed=1))
+    assert r.budget_split["scale"] == pytest.approx(AUTO_SCALE_FRACTION)
+    assert r.budget_split["feature"] == pytest.approx(FEATURE_FRACTION)
+    assert math.fsum(r.budget_split.values()) == pytest.approx(1.0)
+    assert r.parameters["chosen"] == "privtree" and r.mechanism == "privtree"
+    assert 0.0 <= r.parameters["auto_entropy"] <= RULE["privtree_entropy"]
+    assert any(n.startswith("auto: signal per cell") for n in r.notes)
+    # a public scale far above the noise: nothing spent on the count nor on the feature
+    r = publish(np.full((32, 32), 10**6), epsilon=1.0, method="auto", scale=1.024e9,
+                rng=make_rng(seed=1))
+    assert r.parameters["chosen"] == "hdmm" and r.parameters["auto_entropy"] is None
+    assert set(r.budget_split) == {"hdmm:measurements"}
+    assert r.budget_split["hdmm:measurements"] == pytest.approx(1.0)
+
+
+def test_selection_stage_matches_release():
+    """publish_auto runs the same selection code as the audit's sampler (same draws)."""
+    x = np.random.default_rng(3).poisson(2.0, (40, 40))
+    sel = auto_selection(x, epsilon=0.5, sensitivity=2, rng=make_rng(seed=5))
+    r = publish(x, epsilon=0.5, method="auto", sensitivity=2, rng=make_rng(seed=5))
+    assert r.parameters["chosen"] == sel["method"][0]
+    assert r.parameters["auto_signal"] == pytest.approx(sel["signal"][0])
+
+
+def test_coarse_entropy_edges():
+    assert float(coarse_entropy(np.zeros((4, 4)), 1.0)) == 0.0
+    assert float(coarse_entropy(np.full((4, 4), 10.0), 1.0)) == pytest.approx(1.0)
+    y = np.array([[40.0, 40.0], [2.0, 0.0]])   # the block at 2 <= 3 noise scales is dropped
+    assert float(coarse_entropy(y, 1.0)) == pytest.approx(0.5)
+
+
+ALPHA = 1e-6
+
+
+def test_feature_separates_concentrated_from_spread_maps():
+    """The noisy feature on a spread map (uniform) exceeds the HDMM entropy threshold, and on a
+    concentrated one (two hot cells) stays below the PrivTree threshold, at eps 1 and
+    N = 2 * 10^5 on 256 x 256 (mid signal). Binomial tests at alpha 1e-6 that the rates exceed
+    0.99; power: the same test rejects a twin whose feature noise is 2000x too large."""
+    g = np.random.default_rng(4)
+    spread = g.multinomial(200_000, np.full(CELLS, 1 / CELLS)).reshape(256, 256)
+    conc = np.zeros((256, 256), dtype=np.int64)
+    conc[10, 10], conc[200, 30] = 150_000, 50_000
+    always = {**RULE, "hdmm_above": float("inf")}
+    n = 300
+
+    def rate(x, pred, **kw):
+        sel = auto_selection(x, epsilon=1.0, sensitivity=1, rng=make_rng(seed=9), batch=n,
+                             rule=always, **kw)
+        return int(pred(sel["entropy"]).sum())
+
+    hi = lambda e: e >= RULE["hdmm_entropy"]  # noqa: E731
+    lo = lambda e: e <= RULE["privtree_entropy"]  # noqa: E731
+    for k in (rate(spread, hi), rate(conc, lo)):
+        assert stats.binomtest(k, n, 0.99, alternative="less").pvalue > ALPHA, k
+    # power: with the feature's noise 2000x too large (calibrated to 2000 points per person
+    # in a record-level release), the concentrated map no longer reads as concentrated
+    k = rate(conc, lo, feature_sensitivity=2000)
+    assert stats.binomtest(k, n, 0.99, alternative="less").pvalue < ALPHA, k
