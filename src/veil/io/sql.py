@@ -27,7 +27,7 @@ from collections.abc import Iterable
 
 from ..errors import ParameterError
 
-__all__ = ["ident", "literal", "path", "paths", "glob", "glob_escape"]
+__all__ = ["ident", "literal", "path", "paths", "target", "glob", "glob_escape"]
 
 _GLOB_CHARS = {"[": "[[]", "*": "[*]", "?": "[?]", "{": "[{]"}
 
@@ -88,6 +88,19 @@ def path(p: str | os.PathLike) -> str:
     ``COPY ... TO``: DuckDB then reads or writes that one file and never expands a pattern.
     """
     return literal(glob_escape(os.path.abspath(_text(p, "the path"))))
+
+
+def target(p: str | os.PathLike) -> str:
+    """A SQL literal naming the file ``p`` as a ``COPY ... TO`` destination (absolute).
+
+    DuckDB never expands a pattern in a COPY destination, so glob characters are kept as
+    they are: escaping them (as :func:`path` does for readers) would write a file whose
+    name holds the escapes (``o[[]1].csv`` instead of ``o[1].csv``).
+
+    >>> target("/out/o[1].csv")
+    "'/out/o[1].csv'"
+    """
+    return literal(os.path.abspath(_text(p, "the path")))
 
 
 def paths(ps: Iterable[str | os.PathLike]) -> str:

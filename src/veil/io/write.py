@@ -217,19 +217,61 @@ _COPY_OPTIONS = {"csv": "FORMAT csv, HEADER true",
                  "json": "FORMAT json, ARRAY true"}
 
 
+def _renamed_by_duckdb(names: list[str]) -> bool:
+    """Whether DuckDB's COPY would write other names (it renames blank and case-twin names)."""
+    seen: set[str] = set()
+    for name in names:
+        if name == "" or name.lower() in seen:
+            return True
+        seen.add(name.lower())
+    return False
+
+
 def _copy(arrow: pa.Table, tmp: Path, fmt: str, final: Path) -> None:
-    """Write ``arrow`` to ``tmp`` with DuckDB's COPY (errors name the final output)."""
+    """Write ``arrow`` to ``tmp`` with DuckDB's COPY (errors name the final output).
+
+    The header is the table's own: names DuckDB would rename on output (a blank name, or
+    ``Sex`` beside ``sex``) are written as they are (CSV: the header line is written here and
+    the rows by COPY; Parquet: by pyarrow; JSON cannot hold them and is refused).
+    """
     import duckdb
 
+    names = list(arrow.column_names)
+    exact = _renamed_by_duckdb(names)
+    if exact and fmt == "json":
+        raise ParameterError(f"cannot write {str(final)!r} as JSON: column names "
+                             f"{names!r} include a blank name or names differing only in "
+                             f"case; write CSV or Parquet")
+    if exact and fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        pq.write_table(arrow, tmp)
+        return
     con = _connect()
     try:
+        if exact:
+            arrow = arrow.rename_columns([f"c{i}" for i in range(len(names))])
         con.register("__out", arrow)
-        target = sql.path(tmp)
+        body = tmp.with_name(tmp.name + ".rows") if exact else tmp
+        options = "FORMAT csv, HEADER false" if exact else _COPY_OPTIONS[fmt]
         try:
-            con.execute(f"COPY __out TO {target} ({_COPY_OPTIONS[fmt]})")
+            con.execute(f"COPY __out TO {sql.target(body)} ({options})")
+            if exact:
+                import csv
+                import shutil
+
+                with open(tmp, "w", newline="", encoding="utf-8") as out:
+                    csv.writer(out, lineterminator="\n").writerow(names)
+                    with open(body, encoding="utf-8", newline="") as rows:
+                        shutil.copyfileobj(rows, out)
+        except duckdb.InterruptException:
+            raise KeyboardInterrupt from None
         except duckdb.Error as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise OSError(f"cannot write {str(final)!r} as {fmt}: {first}") from None
+        finally:
+            if exact:
+                _unlink_quietly(body)
     finally:
         con.close()
 
