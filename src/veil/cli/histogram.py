@@ -19,6 +19,40 @@ BENCH_NAME = "histograms"
 
 _FORMATS = (".csv", ".parquet", ".json")
 
+#: Which methods take each mechanism option of ``publish`` (a test checks this against the
+#: mechanisms' signatures). With ``--method auto``, an option the picked method does not
+#: take is left out and the sidecar says so; with an explicit method it is an error.
+OPTION_METHODS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "k": ("--k", ("structurefirst", "optimized-structurefirst", "sort-and-group")),
+    "count_bound": ("--count-bound", ("structurefirst", "optimized-structurefirst")),
+    "branching": ("--branching", ("boost", "structurefirst")),
+}
+
+
+def mechanism_options(method: str, given: dict, *, n: int, epsilon: float,
+                      records_bound: float | None) -> tuple[dict, list[str]]:
+    """The options to pass to ``method`` and notes on the ones left out (``auto`` only).
+
+    Raises ParameterError for an option an explicitly chosen method does not take.
+    """
+    from ..histograms.api import choose_method
+
+    picked = method
+    if method == "auto":
+        picked, _ = choose_method(n=n, epsilon=epsilon, records_bound=records_bound)
+    keep, notes = {}, []
+    for key, value in given.items():
+        option, methods = OPTION_METHODS[key]
+        if picked in methods:
+            keep[key] = value
+        elif method == "auto":
+            notes.append(f"{option} {value:g} not used: auto picked {picked}, which does not "
+                         f"take it (it applies to {', '.join(methods)})")
+        else:
+            raise ParameterError(f"{option} does not apply to --method {method} (it applies "
+                                 f"to {', '.join(methods)})")
+    return keep, notes
+
 
 # ----------------------------------------------------------------------------- input
 
@@ -94,7 +128,8 @@ def publish_cmd(
                                         "from the data's min/max (NOT private; warns)."),
     counts: bool = typer.Option(False, "--counts", help="The column already holds one "
                                 "non-negative integer count per bin (no --bins needed)."),
-    k: Optional[int] = typer.Option(None, "--k", help="Buckets for (optimized) StructureFirst."),
+    k: Optional[int] = typer.Option(None, "--k", help="Buckets for (optimized) "
+                                    "StructureFirst; groups for sort-and-group."),
     count_bound: Optional[float] = typer.Option(None, "--count-bound", help="Public upper "
                                                 "bound F on any bin count (StructureFirst)."),
     records_bound: Optional[float] = typer.Option(None, "--records-bound", help="Public upper "
@@ -134,14 +169,18 @@ def publish_cmd(
         hist, _ = np.histogram(values, bins=edges)
         hist = hist.astype(np.int64)
         lower, upper = edges[:-1], edges[1:]
-    params = {key: v for key, v in (("k", k), ("count_bound", count_bound),
-                                     ("branching", branching)) if v is not None}
+    given = {key: v for key, v in (("k", k), ("count_bound", count_bound),
+                                    ("branching", branching)) if v is not None}
+    params, unused = mechanism_options(method, given, n=int(hist.size), epsilon=epsilon,
+                                       records_bound=records_bound)
+    for note in unused:
+        typer.echo(f"note: {note}", err=True)
     rng = make_rng(seed=seed) if seed is not None else make_rng()
     rel = publish(hist, epsilon=epsilon, method=method, rng=rng, records_bound=records_bound,
                   **params)
     import dataclasses
 
-    notes = list(rel.notes)
+    notes = list(rel.notes) + unused
     if seed is not None:
         notes.append("produced with a fixed --seed: for experiments only, not private")
     table = {"bin": np.arange(hist.size), "lower": lower, "upper": upper,

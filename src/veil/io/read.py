@@ -32,6 +32,7 @@ __all__ = [
     "read_points",
     "read_counts",
     "read_checkins",
+    "column_names",
 ]
 
 #: File formats veil reads and writes.
@@ -482,6 +483,8 @@ def read_table(path: str | os.PathLike, *, columns: Mapping[str, str] | None = N
                           all_varchar=kinds is not None)
         try:
             described = con.sql(f"DESCRIBE SELECT * FROM {raw}").fetchall()
+        except duckdb.InterruptException:  # SIGINT while DuckDB reads: exit 130, not 2
+            raise KeyboardInterrupt from None
         except duckdb.Error as exc:
             raise _duck_error(exc, path, fmt, delimiter, header) from None
         # SQL only ever sees positional names (c0, c1, ...): a name from the file never
@@ -511,6 +514,8 @@ def read_table(path: str | os.PathLike, *, columns: Mapping[str, str] | None = N
         # One scan of the file; insertion order is preserved, so index i is data row i + 1.
         try:
             got = con.sql(f"SELECT {', '.join(exprs)} FROM {src}").to_arrow_table()
+        except duckdb.InterruptException:
+            raise KeyboardInterrupt from None
         except duckdb.Error as exc:
             raise _duck_error(exc, path, fmt, delimiter, header) from None
         if got.num_rows == 0:
@@ -525,6 +530,60 @@ def read_table(path: str | os.PathLike, *, columns: Mapping[str, str] | None = N
             return pa.table(checked)
         return pa.table({h: checked[h] if h in checked else got.column(_internal(index[h]))
                          for h in have})
+    finally:
+        con.close()
+
+
+def column_names(path: str | os.PathLike, *, format: str | None = None,
+                 delimiter: str | None = None, header: bool = True,
+                 names: list[str] | None = None) -> list[str]:
+    """The column names of a file exactly as written (the names :func:`read_table` uses).
+
+    DuckDB trims padded names, renames blank ones and renames names that differ only in
+    case; this returns the file's own names, in file order, and refuses a file that names
+    two columns alike (the same rules as :func:`read_table`, without reading the rows).
+
+    Parameters
+    ----------
+    path, format, delimiter, header, names
+        As for :func:`read_table`.
+
+    Raises
+    ------
+    DataError
+        If the file cannot be read, or two columns have the same name.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+    >>> _ = f.write_text(' age ,Sex,sex\\n1,F,x\\n')
+    >>> column_names(f)
+    [' age ', 'Sex', 'sex']
+    >>> _ = f.write_text('age,sex,age\\n1,F,2\\n')
+    >>> column_names(f)
+    Traceback (most recent call last):
+    ...
+    veil.errors.DataError: file ..., column 'age': the column name appears twice (columns 1 and 3); column names must be unique
+    """
+    import duckdb
+
+    path = Path(os.fspath(path))
+    fmt = detect_format(path, format)
+    if delimiter is None:
+        delimiter = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
+    _check_file(path)
+    con = _connect()
+    try:
+        raw = _source_sql(path, fmt, delimiter=delimiter, header=header, all_varchar=True)
+        try:
+            described = con.sql(f"DESCRIBE SELECT * FROM {raw}").fetchall()
+        except duckdb.InterruptException:
+            raise KeyboardInterrupt from None
+        except duckdb.Error as exc:
+            raise _duck_error(exc, path, fmt, delimiter, header) from None
+        return _exact_names(con, path, fmt, [r[0] for r in described], delimiter=delimiter,
+                            header=header, names=names)
     finally:
         con.close()
 

@@ -481,23 +481,63 @@ def _load_json(path: Path) -> Any:
         raise DataError("not a UTF-8 text file", path=str(path)) from None
 
 
+_SECTION_NAME = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _inside(run: Path, p: Path, what: str) -> Path:
+    """``p`` if it resolves inside ``run`` (symlinks followed); else a DataError.
+
+    A run folder may have been copied from elsewhere: its ``meta.json`` and its section
+    files are data, and a name such as ``../../secret`` or a symlink to ``/etc/passwd``
+    must not make ``veil report`` read (and embed in the report) a file outside the folder.
+    """
+    real = p.resolve()
+    if real != run and run not in real.parents:
+        how = "is a symbolic link that leads" if p.is_symlink() else "resolves to"
+        raise DataError(f"{what} {how} outside the run folder ({str(real)!r}); refusing to "
+                        f"read it", path=str(p))
+    return real
+
+
 def load_run(run_dir: str | os.PathLike) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Read the sections and run information saved in ``run_dir``.
 
     The order comes from ``meta.json`` when present (as written by
-    ``veil demo``), else from the file names in ``sections/``.
+    ``veil demo``), else from the file names in ``sections/``. Only files inside the
+    run folder are read: a section name must be a plain name (letters, digits, ``-`` and
+    ``_``), and a symbolic link that leads out of the folder is refused.
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib
+    >>> run = pathlib.Path(tempfile.mkdtemp())
+    >>> (run / "sections").mkdir()
+    >>> _ = (run / "sections" / "x.json").write_text(json.dumps({"id": "x", "title": "X"}))
+    >>> _ = (run / "meta.json").write_text(json.dumps({"sections": ["../../etc/passwd"]}))
+    >>> load_run(run)
+    Traceback (most recent call last):
+    ...
+    veil.errors.DataError: file .../meta.json: section name '../../etc/passwd' is not a plain name (letters, digits, - and _ only); rerun the job that wrote the folder
     """
     run = Path(run_dir)
     if not run.is_dir():
         raise DataError("not a folder; give the folder a `veil demo` (or bench) run wrote",
                         path=str(run))
+    run = run.resolve()
     meta_path = run / "meta.json"
-    meta = _load_json(meta_path) if meta_path.is_file() else {}
+    meta = {}
+    if meta_path.is_file():
+        meta = _load_json(_inside(run, meta_path, "meta.json"))
     if not isinstance(meta, dict):
         raise DataError("expected a JSON object", path=str(meta_path))
     sec_dir = run / "sections"
     if isinstance(meta.get("sections"), list) and meta["sections"]:
-        names = [str(e["id"] if isinstance(e, dict) else e) for e in meta["sections"]]
+        names = [e.get("id") if isinstance(e, dict) else e for e in meta["sections"]]
+        for n in names:
+            if not isinstance(n, str) or not _SECTION_NAME.fullmatch(n):
+                raise DataError(f"section name {n!r} is not a plain name (letters, digits, "
+                                f"- and _ only); rerun the job that wrote the folder",
+                                path=str(meta_path))
         paths = [sec_dir / f"{n}.json" for n in names]
     else:
         paths = sorted(sec_dir.glob("*.json")) if sec_dir.is_dir() else []
@@ -507,8 +547,10 @@ def load_run(run_dir: str | os.PathLike) -> tuple[list[dict[str, Any]], dict[str
     sections = []
     for p in paths:
         if not p.is_file():
+            if p.is_symlink():
+                _inside(run, p, "the section file")
             raise DataError("section file listed in meta.json is missing", path=str(p))
-        d = _load_json(p)
+        d = _load_json(_inside(run, p, "the section file"))
         if not isinstance(d, dict) or "id" not in d or "title" not in d:
             raise DataError("not a report section (needs at least 'id' and 'title')", path=str(p))
         sections.append(d)
