@@ -145,8 +145,11 @@ def publish_cmd(
     from ..random import make_rng
     from ..validation import check_choice, check_counts, check_epsilon
 
+    from .common import check_column_option
+
     check_epsilon(epsilon, "--epsilon")
     check_choice(method, "--method", METHODS)
+    check_column_option(column, "--column")
     from ..io import read_counts, sidecar_path, write_release
 
     if output.suffix.lower() not in _FORMATS:

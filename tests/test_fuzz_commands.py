@@ -1,0 +1,307 @@
+"""Fuzzing every reader of ``veil.io`` and every non-batch command with odd files (issue 20, 7).
+
+Files come from ``fuzz_files.file_specs``: CSV/Parquet/JSON with hostile, blank, duplicate
+and case-twin names, NaN/inf/huge numbers, empty cells, numeric codes, booleans, lists and
+structs, dates, BOMs, CRLF, no final newline, header-only and empty files, bytes that are
+not UTF-8, NULs and truncated ends.
+
+Properties:
+- a reader returns columns of the documented types and, for CSV, exactly the values
+  written; or raises ``DataError`` naming the file (``ParameterError`` for a bad argument);
+  never another exception, never a numpy ``RuntimeWarning``;
+- a command exits 0 and writes its declared outputs (no temporary file left), or exits 2
+  with ONE line ``veil: error: ...`` naming the input file or an option, and leaves the
+  folder exactly as it was (no partial output); never "internal error", never a
+  ``RuntimeWarning``. (``table constraints check`` also exits 1 when a constraint fails.)
+
+The default (CI) run is bounded: a few dozen examples per test, well under 60 s for the
+file on an idle machine; ``-m slow`` runs the same properties with many more examples.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cli_cases import listing, run_veil
+from fuzz_files import USUAL, file_specs, names
+from veil.errors import DataError, ParameterError
+from veil.io import read_checkins, read_columns, read_counts, read_points, read_table
+
+FAST = settings(max_examples=25, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SLOW = settings(max_examples=400, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+_READ_KINDS = ["float", "int", "count", "lat", "lon", "str", "time"]
+
+
+# ----------------------------------------------------------------------------- readers
+
+def _check_reader(spec, data):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = spec.write(Path(tmp) / f"f{spec.suffix}")
+        reader = data.draw(st.sampled_from(["table", "columns", "points", "counts",
+                                            "checkins", "all"]))
+        pool = list(dict.fromkeys(spec.names)) + [data.draw(names)]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                out = _call_reader(reader, path, pool, data)
+            except DataError as exc:
+                assert str(path) in str(exc), str(exc)
+                out = None
+            except ParameterError as exc:
+                assert "column" in str(exc) or "lat" in str(exc) or "user" in str(exc), exc
+                out = None
+        assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], \
+            [str(w.message) for w in caught]
+        if out is not None:
+            _check_values(spec, reader, out)
+
+
+def _call_reader(reader, path, pool, data):
+    pick = lambda: data.draw(st.sampled_from(pool))  # noqa: E731
+    if reader == "all":
+        return ("all", read_table(path))
+    if reader == "points":
+        return ("points", read_points(path, lat=pick(), lon=pick()))
+    if reader == "counts":
+        col = pick()
+        return ("counts", col, read_counts(path, column=col))
+    if reader == "checkins":
+        return ("checkins", read_checkins(path, user=pick(), category=pick()))
+    cols = {pick(): data.draw(st.sampled_from(_READ_KINDS))
+            for _ in range(data.draw(st.integers(1, 3)))}
+    keep = data.draw(st.booleans())
+    if reader == "table":
+        return ("table", cols, keep, read_table(path, columns=cols, keep_others=keep))
+    return ("columns", cols, read_columns(path, columns=cols))
+
+
+_ARROW_TYPES = {"float": pa.float64(), "lat": pa.float64(), "lon": pa.float64(),
+                "int": pa.int64(), "count": pa.int64(), "str": pa.string()}
+
+
+def _check_values(spec, reader, out):
+    """A successful read returns the documented types and, for CSV, the values written."""
+    kind = out[0]
+    if kind == "all":
+        assert out[1].column_names == spec.names
+        return
+    if kind == "points":
+        pts = out[1]
+        assert pts.dtype == np.float64 and pts.ndim == 2 and pts.shape[1] == 2
+        assert np.isfinite(pts).all() and (np.abs(pts[:, 0]) <= 90).all()
+        return
+    if kind == "counts":
+        counts = out[2]
+        assert counts.dtype == np.int64 and (counts >= 0).all()
+        _compare_csv(spec, out[1], "count", counts)
+        return
+    if kind == "checkins":
+        ci = out[1]
+        assert len(ci["user"]) == len(ci["category"]) == len(spec.rows)
+        return
+    cols = out[1]
+    if kind == "table":
+        table = out[3]
+        want = spec.names if out[2] else list(cols)
+        assert table.column_names == want
+        for name, k in cols.items():
+            if k in _ARROW_TYPES:
+                assert table.schema.field(name).type == _ARROW_TYPES[k], (name, k)
+            _compare_csv(spec, name, k, table.column(name).to_numpy(zero_copy_only=False))
+    else:
+        for name, k in cols.items():
+            _compare_csv(spec, name, k, out[2][name])
+
+
+def _compare_csv(spec, name, kind, got):
+    """CSV cells are read exactly as written (text as text, numbers parsed from the text)."""
+    assert len(got) == len(spec.rows)
+    if spec.fmt != "csv" or spec.damage != "none":
+        return
+    j = spec.names.index(name)
+    from fuzz_files import _csv_text
+
+    text = [_csv_text(row[j]) for row in spec.rows]
+    if kind == "str":
+        assert list(got) == text, (list(got), text)
+    elif kind in ("float", "lat", "lon"):
+        np.testing.assert_array_equal(np.asarray(got, dtype=np.float64),
+                                      [float(t) for t in text])
+    elif kind in ("int", "count"):
+        assert [int(v) for v in got] == [int(float(t)) if "e" in t.lower() or "." in t
+                                         else int(t) for t in text]
+
+
+@FAST
+@given(spec=file_specs(want=["lat", "lon", "count", "user", "category"]), data=st.data())
+def test_readers_fuzz(spec, data):
+    _check_reader(spec, data)
+
+
+@pytest.mark.slow
+@SLOW
+@given(spec=file_specs(want=["lat", "lon", "count", "user", "category"]), data=st.data())
+def test_readers_fuzz_slow(spec, data):
+    _check_reader(spec, data)
+
+
+# ----------------------------------------------------------------------------- commands
+
+def _model(folder: Path) -> Path:
+    """A small public mobility model for `trajectory release` (built once per process)."""
+    cache = Path(tempfile.gettempdir()) / "veil-fuzz-model" / "model.npz"
+    if not cache.exists():
+        from cli_cases import _BEIJING, write_csv
+
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        write_csv(cache.parent / "train.csv", ["time", "lat", "lon"], [list(r) for r in _BEIJING])
+        res = run_veil(["trajectory", "model", "train.csv", "--grid", "beijing:5", "-o",
+                        "model.npz"], cache.parent)
+        assert res.code == 0, res.err
+    shutil.copy(cache, folder / "model.npz")
+    return folder / "model.npz"
+
+
+#: command -> (columns it usually wants, argv builder(file name, pick) -> (argv, outputs))
+def _cmd_noise(f, pick):
+    return (["noise", "counts", f, "-c", pick("count"), "-e", "1", "-o", "out.csv"],
+            ["out.csv", "out.csv.meta.json"])
+
+
+def _cmd_hist(f, pick):
+    return (["histogram", "publish", f, "-c", pick("age"), "-e", "1", "--bins", "0:100:5",
+             "-o", "out.csv"], ["out.csv", "out.csv.meta.json"])
+
+
+def _cmd_hist_counts(f, pick):
+    return (["histogram", "publish", f, "-c", pick("count"), "--counts", "-e", "1",
+             "-o", "out.csv"], ["out.csv", "out.csv.meta.json"])
+
+
+def _cmd_location(f, pick):
+    return (["location", "obfuscate", f, "--lat", pick("lat"), "--lon", pick("lon"), "-e",
+             "0.01", "-o", "out.csv"], ["out.csv", "out.csv.meta.json"])
+
+
+def _cmd_traj_model(f, pick):
+    return (["trajectory", "model", f, "--grid", "beijing:5", "-o", "m.npz"], ["m.npz"])
+
+
+def _cmd_traj_release(f, pick):
+    return (["trajectory", "release", f, "-e", "1", "-d", "0.1", "--model", "model.npz",
+             "--on-invalid", pick("drop-or-error"), "-o", "out.csv"],
+            ["out.csv", "out.csv.json"])
+
+
+def _cmd_visits(problem):
+    def build(f, pick):
+        argv = ["visits", problem, f, "--user-column", pick("user"), "--category-column",
+                pick("category"), "-o", "out.csv"]
+        if problem == "hide":
+            argv += ["-s", pick("sensitive")]
+        else:
+            argv += ["--target", "target.json", "--quality-bound", "0.5"]
+        return argv, ["out.csv", "out.summary.csv"]
+    return build
+
+
+def _cmd_anonymize(f, pick):
+    return (["table", "anonymize", f, "--k", "2", "--qi", f"{pick('age')},{pick('sex')}",
+             "-o", "out.csv"], ["out.csv", "out.csv.meta.json"])
+
+
+def _cmd_check(f, pick):
+    return ["table", "constraints", "check", "cons.txt", "--table", f], []
+
+
+COMMANDS = {
+    "noise-counts": (["count"], _cmd_noise),
+    "histogram-records": (["age"], _cmd_hist),
+    "histogram-counts": (["count"], _cmd_hist_counts),
+    "location-obfuscate": (["lat", "lon"], _cmd_location),
+    "trajectory-model": (["time", "lat", "lon"], _cmd_traj_model),
+    "trajectory-release": (["time", "lat", "lon"], _cmd_traj_release),
+    "visits-hide": (["user", "category"], _cmd_visits("hide")),
+    "visits-resemble": (["user", "category"], _cmd_visits("resemble")),
+    "visits-avoid": (["user", "category"], _cmd_visits("avoid")),
+    "table-anonymize": (["age", "sex"], _cmd_anonymize),
+    "table-constraints-check": (["age", "sex"], _cmd_check),
+}
+
+
+def _check_command(command, spec, data):
+    want, build = COMMANDS[command]
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        f = spec.write(d / f"in{spec.suffix}").name
+        if command == "trajectory-release":
+            _model(d)
+        (d / "target.json").write_text(json.dumps({"Bar": 1, "Park": 2, "Gym": 1}))
+        (d / "cons.txt").write_text("sex=F: 1..\n")
+        pool = list(dict.fromkeys(spec.names))
+
+        def pick(usual):
+            if usual == "drop-or-error":
+                return data.draw(st.sampled_from(["drop", "error"]))
+            if usual == "sensitive":
+                return data.draw(st.sampled_from(["Bar", "Park", "u1", "0", "nope"]))
+            options = ([usual] if usual in pool else []) * 4 + pool + [data.draw(names)]
+            name = data.draw(st.sampled_from(options))
+            return name if name.strip() or name == "" else name
+
+        argv, outputs = build(f, pick)
+        before = listing(d)
+        res = run_veil(argv, d)
+        after = listing(d)
+    assert "internal error" not in res.err and "Traceback" not in res.err, (argv, res.err)
+    assert not res.runtime_warnings, (argv, [str(w.message) for w in res.runtime_warnings])
+    if res.code == 0:
+        assert not [p for p in after if ".veil-tmp" in p], after
+        for out in outputs:
+            assert out in after, (argv, out, after)
+        return
+    if res.code == 1 and command == "table-constraints-check":
+        assert "FAIL" in res.out and after == before
+        return
+    lines = res.err.strip().splitlines()
+    assert res.code == 2, (argv, res.code, res.err)
+    assert len(lines) == 1 and lines[0].startswith("veil: error: "), (argv, res.err)
+    msg = lines[0]
+    assert any(s in msg for s in (f, "--", "cons.txt", "target.json", "model.npz")), \
+        (argv, msg)
+    assert after == before, ("a failed command left files behind", argv, res.err,
+                             sorted(set(after) - set(before)))
+
+
+def _command_test(command, settings_):
+    want = COMMANDS[command][0]
+
+    @settings_
+    @given(spec=file_specs(want=want), data=st.data())
+    def test(spec, data):
+        _check_command(command, spec, data)
+    return test
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_command_fuzz(command):
+    _command_test(command, settings(FAST, max_examples=12))()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_command_fuzz_slow(command):
+    _command_test(command, SLOW)()
