@@ -253,9 +253,17 @@ def _json_keys(con, path: Path) -> set[str]:
 
 
 def _exact_names(con, path: Path, fmt: str, duck: list[str], *, delimiter: str, header: bool,
-                 names: list[str] | None) -> list[str]:
+                 names: list[str] | None, types: list[str] | None = None) -> list[str]:
     """The file's column names as written, in file order (DuckDB's ``duck`` names may differ)."""
     spath = str(path)
+    if fmt == "json" and duck == ["json"] and types and types[0].upper().startswith("MAP"):
+        # DuckDB falls back to one MAP column when it cannot make columns of the keys
+        keys = _json_keys(con, path)
+        if keys != {"json"}:
+            why = ("a record has a blank key \"\"" if "" in keys else
+                   f"the records have {len(keys)} different keys")
+            raise DataError(f"the JSON records cannot be read as columns ({why}); give every "
+                            f"record the same non-blank keys", path=spath)
     if names is not None:
         if fmt != "csv":
             raise ParameterError("names= only applies to CSV files")
@@ -491,7 +499,7 @@ def read_table(path: str | os.PathLike, *, columns: Mapping[str, str] | None = N
         # reaches a query, and DuckDB's renaming of blank, padded or case-duplicate names
         # cannot change what is read or written back.
         have = _exact_names(con, path, fmt, [r[0] for r in described], delimiter=delimiter,
-                            header=header, names=names)
+                            header=header, names=names, types=[str(r[1]) for r in described])
         index = {name: i for i, name in enumerate(have)}
         types = {name: str(described[i][1]) for i, name in enumerate(have)}
         src = f"{raw} AS __src({', '.join(_ident(_internal(i)) for i in range(len(have)))})"
@@ -583,7 +591,7 @@ def column_names(path: str | os.PathLike, *, format: str | None = None,
         except duckdb.Error as exc:
             raise _duck_error(exc, path, fmt, delimiter, header) from None
         return _exact_names(con, path, fmt, [r[0] for r in described], delimiter=delimiter,
-                            header=header, names=names)
+                            header=header, names=names, types=[str(r[1]) for r in described])
     finally:
         con.close()
 
