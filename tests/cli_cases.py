@@ -101,6 +101,13 @@ def _hist_counts(d, col, stem):
              "-o", "out.csv"], ["out.csv", "out.csv.meta.json"])
 
 
+def _hist_evaluate(d, col, stem):
+    f = write_csv(d / f"{stem}.csv", ["bin", col], [["a", 3], ["b", 0], ["c", 5], ["d", 12]])
+    write_csv(d / "published.csv", ["bin", "count"], [["a", 2.5], ["b", 1], ["c", 4], ["d", 13]])
+    return (["histogram", "evaluate", "published.csv", "--true", f.name, "--true-column", col,
+             "--workload", "prefix"], [])
+
+
 def _location(d, col, stem):
     f = write_csv(d / f"{stem}.csv", ["id", col, "lon"],
                   [["p1", 48.85, 2.35], ["p2", 40.71, -74.0], ["p3", -33.9, 151.2]])
@@ -168,6 +175,7 @@ CASES: list[Case] = [
     Case("noise-counts", _noise),
     Case("histogram-records", _hist_records),
     Case("histogram-counts", _hist_counts),
+    Case("histogram-evaluate", _hist_evaluate, stdout=True),
     Case("location-obfuscate", _location),
     Case("trajectory-model", _traj_model, col_in_sql=False),
     Case("trajectory-release", _traj_release, col_in_sql=False),

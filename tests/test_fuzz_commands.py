@@ -206,6 +206,11 @@ def _cmd_hist_counts(f, pick):
              "-o", "out.csv"], ["out.csv", "out.csv.meta.json"])
 
 
+def _cmd_hist_evaluate(f, pick):
+    return (["histogram", "evaluate", "published.csv", "--true", f, "--true-column",
+             pick("count")], [])
+
+
 def _cmd_location(f, pick):
     return (["location", "obfuscate", f, "--lat", pick("lat"), "--lon", pick("lon"), "-e",
              "0.01", "-o", "out.csv"], ["out.csv", "out.csv.meta.json"])
@@ -246,6 +251,7 @@ COMMANDS = {
     "noise-counts": (["count"], _cmd_noise),
     "histogram-records": (["age"], _cmd_hist),
     "histogram-counts": (["count"], _cmd_hist_counts),
+    "histogram-evaluate": (["count"], _cmd_hist_evaluate),
     "location-obfuscate": (["lat", "lon"], _cmd_location),
     "trajectory-model": (["time", "lat", "lon"], _cmd_traj_model),
     "trajectory-release": (["time", "lat", "lon"], _cmd_traj_release),
@@ -266,6 +272,7 @@ def _check_command(command, spec, data):
             _model(d)
         (d / "target.json").write_text(json.dumps({"Bar": 1, "Park": 2, "Gym": 1}))
         (d / "cons.txt").write_text("sex=F: 1..\n")
+        (d / "published.csv").write_text("bin,count\n0,1.5\n1,2\n2,0\n")
         pool = list(dict.fromkeys(spec.names))
 
         def pick(usual):
@@ -295,7 +302,8 @@ def _check_command(command, spec, data):
     assert res.code == 2, (argv, res.code, res.err)
     assert len(lines) == 1 and lines[0].startswith("veil: error: "), (argv, res.err)
     msg = lines[0]
-    assert any(s in msg for s in (f, "--", "cons.txt", "target.json", "model.npz")), \
+    assert any(s in msg for s in (f, "--", "cons.txt", "target.json", "model.npz",
+                                  "published.csv")), \
         (argv, msg)
     assert after == before, ("a failed command left files behind", argv, res.err,
                              sorted(set(after) - set(before)))
@@ -433,3 +441,20 @@ def test_found_json_that_duckdb_reads_as_one_map_column(tmp_path):
         read_table(p, columns={"lat": "lat"})
     with pytest.raises(DataError, match="blank key"):
         read_table(p)
+
+
+def test_found_histogram_evaluate_true_counts_are_checked_with_the_file(tmp_path):
+    """Negative or huge true counts gave 'true counts[0] must be >= 0' (no file) or a
+    RuntimeWarning from the int64 cast."""
+    _write(tmp_path, "published.csv", "bin,count\n0,1\n1,2\n")
+    _write(tmp_path, "neg.csv", "count\n-3\n4\n")
+    _write(tmp_path, "huge.csv", "count\n1e300\n4\n")
+    _clean_error(run_veil(["histogram", "evaluate", "published.csv", "--true", "neg.csv"],
+                          tmp_path), "neg.csv", "row 1", "negative")
+    res = run_veil(["histogram", "evaluate", "published.csv", "--true", "huge.csv"], tmp_path)
+    _clean_error(res, "huge.csv", "row 1")
+    assert not res.runtime_warnings
+    np.save(tmp_path / "huge.npy", np.array([1e20, 4.0]))
+    res = run_veil(["histogram", "evaluate", "published.csv", "--true", "huge.npy"], tmp_path)
+    _clean_error(res, "huge.npy", "64-bit")
+    assert not res.runtime_warnings

@@ -201,7 +201,11 @@ def publish_cmd(
 
 def _read_counts(path: Path, column: str) -> np.ndarray:
     if Path(path).suffix.lower() == ".npy":
-        return np.asarray(np.load(path), dtype=np.float64)
+        try:
+            return np.asarray(np.load(path, allow_pickle=False), dtype=np.float64)
+        except (OSError, ValueError, TypeError) as exc:
+            raise DataError(f"cannot be read as a .npy array of numbers: {exc}",
+                            path=str(path)) from None
     from ..io import read_columns
 
     return np.asarray(read_columns(path, columns={column: "float"})[column], dtype=np.float64)
@@ -223,8 +227,17 @@ def evaluate_cmd(
     from ..random import make_rng
     from ..validation import check_counts
 
+    from .common import check_column_option
+
+    check_column_option(column, "--column")
+    check_column_option(true_column, "--true-column")
     est = _read_counts(published, column)
-    tru = check_counts(_read_counts(true, true_column), "true counts")
+    if Path(true).suffix.lower() == ".npy":
+        tru = check_counts(_read_counts(true, true_column), f"--true {str(true)!r}")
+    else:  # read as counts: a bad cell is reported with its file, row and column
+        from ..io import read_counts
+
+        tru = read_counts(true, column=true_column)
     if est.size != tru.size:
         raise DataError(f"published histogram has {est.size} bins, the true one {tru.size}",
                         path=str(published))
