@@ -330,6 +330,75 @@ def test_command_fuzz_slow(command):
     _command_test(command, SLOW)()
 
 
+# ----------------------------------------------------------------------------- report
+
+_json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False),
+              st.text(max_size=5)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.text(max_size=4), inner, max_size=3)),
+    max_leaves=8)
+_fields = st.sampled_from(["id", "title", "guarantee", "parameters", "results", "figures",
+                           "tables", "how_to", "status", "warnings", "elapsed_s", "error"])
+
+
+@st.composite
+def run_folders(draw):
+    """Section files with fields of any JSON type (and sometimes the right type), a meta.json."""
+    sections = []
+    for i in range(draw(st.integers(1, 3))):
+        d = {"id": f"s{i}", "title": draw(st.text(max_size=6))}
+        for key in draw(st.lists(_fields, max_size=4, unique=True)):
+            d[key] = draw(_json_values)
+        if draw(st.booleans()):
+            d["figures"] = [{"title": "f", "png_base64": draw(st.one_of(
+                st.text(max_size=8), st.integers())), "data": draw(_json_values)}]
+        if draw(st.booleans()):
+            d["tables"] = [{"columns": draw(_json_values), "rows": draw(_json_values)}]
+        sections.append(d)
+    meta = {"title": draw(_json_values), "sections": draw(st.one_of(
+        st.just([s["id"] for s in sections]), _json_values))}
+    return sections, meta, draw(st.sampled_from(["ok", "bad-json", "no-meta"]))
+
+
+def _check_report(folder_spec):
+    sections, meta, how = folder_spec
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp) / "run"
+        (run / "sections").mkdir(parents=True)
+        for d in sections:
+            (run / "sections" / f"{d['id']}.json").write_text(json.dumps(d))
+        if how == "bad-json":
+            (run / "meta.json").write_text("{" + json.dumps(meta)[:-3])
+        elif how == "ok":
+            (run / "meta.json").write_text(json.dumps(meta))
+        before = listing(Path(tmp))
+        res = run_veil(["report", "run"], Path(tmp))
+        after = listing(Path(tmp))
+    assert "internal error" not in res.err and "Traceback" not in res.err, res.err
+    assert not res.runtime_warnings
+    if res.code == 0:
+        assert "run/index.html" in after
+        return
+    lines = res.err.strip().splitlines()
+    assert res.code == 2 and len(lines) == 1 and lines[0].startswith("veil: error: "), res.err
+    assert "run" in lines[0]
+    assert after == before
+
+
+@FAST
+@given(folder=run_folders())
+def test_report_fuzz(folder):
+    _check_report(folder)
+
+
+@pytest.mark.slow
+@SLOW
+@given(folder=run_folders())
+def test_report_fuzz_slow(folder):
+    _check_report(folder)
+
+
 # ----------------------------------------------------------------------------- found by fuzzing
 # Each failure the fuzzer found, as a plain regression test (they fail on the code before).
 
@@ -458,3 +527,17 @@ def test_found_histogram_evaluate_true_counts_are_checked_with_the_file(tmp_path
     res = run_veil(["histogram", "evaluate", "published.csv", "--true", "huge.npy"], tmp_path)
     _clean_error(res, "huge.npy", "64-bit")
     assert not res.runtime_warnings
+
+
+@pytest.mark.parametrize("field,value", [("parameters", [1, 2]), ("figures", {"a": 1}),
+                                         ("figures", [3]), ("tables", [[1, 2]]),
+                                         ("warnings", 5)])
+def test_found_report_section_of_the_wrong_shape(tmp_path, field, value):
+    """A section file with a list where an object belongs was an internal AttributeError."""
+    run = tmp_path / "run"
+    (run / "sections").mkdir(parents=True)
+    (run / "sections" / "a.json").write_text(json.dumps({"id": "a", "title": "A",
+                                                         field: value}))
+    res = run_veil(["report", "run"], tmp_path)
+    _clean_error(res, "a.json", field)
+    assert listing(tmp_path) == ["run", "run/sections", "run/sections/a.json"]

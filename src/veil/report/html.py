@@ -499,6 +499,38 @@ def _inside(run: Path, p: Path, what: str) -> Path:
     return real
 
 
+def _check_table(t: Any, where: str, path: Path) -> None:
+    if not t:  # an empty or missing table is shown as nothing
+        return
+    if not isinstance(t, dict):
+        raise DataError(f"{where} must be a table object (columns, rows), got "
+                        f"{type(t).__name__}; rerun the job that wrote it", path=str(path))
+    for key in ("columns", "rows"):
+        if t.get(key) and not isinstance(t[key], list):
+            raise DataError(f"{where}.{key} must be a list, got {type(t[key]).__name__}; "
+                            f"rerun the job that wrote it", path=str(path))
+
+
+def _check_section(d: dict, path: Path) -> None:
+    """The types the renderer relies on (a damaged or hand-edited file fails by name)."""
+    def need(ok: bool, field: str, what: str) -> None:
+        if not ok:
+            raise DataError(f"{field} must be {what}; rerun the job that wrote it",
+                            path=str(path))
+
+    for key in ("parameters", "results"):
+        need(not d.get(key) or isinstance(d[key], dict), key, "an object")
+    for key in ("figures", "tables", "warnings"):
+        need(not d.get(key) or isinstance(d[key], list), key, "a list")
+    for i, f in enumerate(d.get("figures") or []):
+        need(isinstance(f, dict), f"figures[{i}]", "an object")
+        png = f.get("png_base64")
+        need(png is None or isinstance(png, str), f"figures[{i}].png_base64", "text")
+        _check_table(f.get("data"), f"figures[{i}].data", path)
+    for i, t in enumerate(d.get("tables") or []):
+        _check_table(t, f"tables[{i}]", path)
+
+
 def load_run(run_dir: str | os.PathLike) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Read the sections and run information saved in ``run_dir``.
 
@@ -553,6 +585,7 @@ def load_run(run_dir: str | os.PathLike) -> tuple[list[dict[str, Any]], dict[str
         d = _load_json(_inside(run, p, "the section file"))
         if not isinstance(d, dict) or "id" not in d or "title" not in d:
             raise DataError("not a report section (needs at least 'id' and 'title')", path=str(p))
+        _check_section(d, p)
         sections.append(d)
     return sections, meta
 
