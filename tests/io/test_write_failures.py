@@ -96,6 +96,8 @@ def test_full_disk_exits_2_and_leaves_nothing(writer, tmp_path):
         sizes = {o: (tmp_path / o).stat().st_size for o in outputs}
         pytest.fail(f"{wid}: every output fitted in {limit} bytes ({sizes}); grow the input")
     _assert_failed_cleanly(res, before, after, argv)
+    assert "File too large" in res.err and any(Path(o).name in res.err for o in outputs), \
+        res.err
 
 
 @contextlib.contextmanager
@@ -237,7 +239,7 @@ def test_full_tmpfs_exits_2(writer, tmp_path):
     wid, build = writer
     mnt = tmp_path / "small"
     mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", str(mnt)],
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)],
                       capture_output=True).returncode != 0:
         pytest.skip("cannot mount a tmpfs here")
     try:

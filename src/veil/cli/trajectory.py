@@ -97,7 +97,10 @@ def model_cmd(
     if m.meta["n_transitions"] == 0:
         raise DataError(f"no transition inside the grid: {n_inside} of {n_points} points fall "
                         f"in it but no two consecutive fixes of one user do")
-    m.save(output)
+    try:
+        m.save(output)
+    except OSError as exc:  # a full disk or a read-only folder: say which file
+        raise OSError(exc.errno, f"cannot write {str(output)!r}: {exc.strerror}") from None
     typer.echo(f"model: {g.nx}x{g.ny} grid, {len(seqs)} sequences, "
                f"{int(m.meta['n_transitions'])} transitions ({n_inside} of {n_points} points "
                f"in the grid), {m.meta['n_unseen_cells']} cells never left"

@@ -123,18 +123,25 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
     A failure never leaves a partial file at ``path``.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".veil-tmp-", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".veil-tmp-", dir=path.parent)
+    except OSError as exc:  # a read-only or full folder: name the file, not a temp
+        if exc.errno is None or not exc.strerror:
+            raise
+        raise OSError(exc.errno, f"cannot write {str(path)!r}: {exc.strerror}") from None
     try:
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and exc.errno is not None and exc.strerror:
+            raise OSError(exc.errno, f"cannot write {str(path)!r}: {exc.strerror}") from None
         raise
     return path
 
