@@ -157,3 +157,12 @@ def test_json_output_refuses_names_it_cannot_keep(tmp_path):
     with pytest.raises(ParameterError, match="differing only in case"):
         write_table(pa.table({"Sex": [1], "sex": [2]}), tmp_path / "o.json")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_longer_last_row_in_a_crlf_file_is_a_ragged_row(tmp_path):
+    """DuckDB took the longer last row of a CRLF file for the header and read no rows."""
+    p = tmp_path / "r.csv"
+    p.write_bytes(b"a,b\r\n1,2\r\n3,4,5\r\n")
+    with pytest.raises(DataError, match="has 3 field") as ei:
+        read_table(p, columns={"a": "int"})
+    assert ei.value.row == 2

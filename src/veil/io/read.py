@@ -293,6 +293,10 @@ def _exact_names(con, path: Path, fmt: str, duck: list[str], *, delimiter: str, 
                             path=spath, column=twins[-1] if twins else name)
                 lower.add(name.lower())
     if len(exact) != len(duck):
+        if fmt == "csv":  # DuckDB took a longer row for the header: name that row
+            detail = _first_ragged_row(path, delimiter, header)
+            if detail is not None and detail[0] is not None:
+                raise DataError(detail[1], path=spath, row=detail[0])
         what = "names= gives" if names is not None else "the header has"
         raise DataError(f"{what} {len(exact)} column name(s) but the rows have {len(duck)} "
                         f"field(s); check the delimiter {delimiter!r} and quoting", path=spath)
