@@ -541,3 +541,14 @@ def test_found_report_section_of_the_wrong_shape(tmp_path, field, value):
     res = run_veil(["report", "run"], tmp_path)
     _clean_error(res, "a.json", field)
     assert listing(tmp_path) == ["run", "run/sections", "run/sections/a.json"]
+
+
+def test_found_infinite_quasi_identifier_values_do_not_warn(tmp_path):
+    """An inf in a float QI column printed 'RuntimeWarning: invalid value in remainder'."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"age": [1.0, float("inf"), 1.0, float("inf")],
+                             "sex": ["F", "F", "F", "F"]}), tmp_path / "inf.parquet")
+    res = run_veil(["table", "anonymize", "inf.parquet", "--k", "2", "--qi", "age,sex", "-o",
+                    "o.csv"], tmp_path)
+    assert res.code == 0 and not res.runtime_warnings, (res.err, res.runtime_warnings)
