@@ -147,11 +147,11 @@ def _visits(problem):
         argv = ["visits", problem, f.name, "--user-column", col, "--category-column", "cat",
                 "-o", "out.csv"]
         if problem == "hide":
-            argv += ["-s", "Park"]
+            argv += ["-s", "Park", "--categories", "Bar,Park,Gym"]
         else:
             (d / "target.json").write_text(json.dumps({"Bar": 1, "Park": 2, "Gym": 1}))
             argv += ["--target", "target.json", "--quality-bound", "0.5"]
-        return argv, ["out.csv", "out.summary.csv"]
+        return argv, ["out.csv", "out.csv.meta.json"]
     return build
 
 

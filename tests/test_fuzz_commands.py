@@ -231,10 +231,10 @@ def _cmd_visits(problem):
         argv = ["visits", problem, f, "--user-column", pick("user"), "--category-column",
                 pick("category"), "-o", "out.csv"]
         if problem == "hide":
-            argv += ["-s", pick("sensitive")]
+            argv += ["-s", pick("sensitive"), "--categories", "Bar,Park,Gym,u1,0"]
         else:
             argv += ["--target", "target.json", "--quality-bound", "0.5"]
-        return argv, ["out.csv", "out.summary.csv"]
+        return argv, ["out.csv", "out.csv.meta.json"]
     return build
 
 
@@ -428,7 +428,8 @@ def test_found_empty_column_option_names_the_option(argv, tmp_path):
 def test_found_hiding_the_first_category(tmp_path):
     """`visits hide -s Bar` said "matched no category" when Bar sorted first (index 0)."""
     _write(tmp_path, "c.csv", "user,category\nu1,Bar\nu1,Park\nu2,Bar\nu2,Park\n")
-    res = run_veil(["visits", "hide", "c.csv", "-s", "Bar", "-o", "o.csv"], tmp_path)
+    res = run_veil(["visits", "hide", "c.csv", "-s", "Bar", "--categories", "Bar,Park", "-o",
+                    "o.csv"], tmp_path)
     assert res.code == 0, res.err
     rows = (tmp_path / "o.csv").read_text().splitlines()
     assert "u1,Bar,0" in rows and "u2,Bar,0" in rows
@@ -480,7 +481,7 @@ def test_found_target_with_other_categories_names_the_target(tmp_path):
     _write(tmp_path, "c.csv", "user,category\nu1,0\n")
     res = run_veil(["visits", "resemble", "c.csv", "--target", "target.json",
                     "--quality-bound", "0.5", "-o", "o.csv"], tmp_path)
-    _clean_error(res, "--target", "target.json")
+    _clean_error(res, "c.csv", "target")
 
 
 def test_found_huge_longitude_in_a_trajectory(tmp_path):
@@ -498,7 +499,7 @@ def test_found_huge_longitude_in_a_trajectory(tmp_path):
 
 def test_found_empty_json_histogram_names_the_file(tmp_path):
     _write(tmp_path, "h.json", "[]")
-    _clean_error(run_veil(["visits", "hide", "h.json", "-s", "0", "-o", "o.csv"], tmp_path),
+    _clean_error(run_veil(["visits", "hide", "h.json", "-s", "0", "-o", "o.json"], tmp_path),
                  "h.json", "empty histogram")
 
 
