@@ -134,7 +134,7 @@ def _traj_release(d, col, stem):
     f = write_csv(d / f"{stem}.csv", ["time", "lat", "lon", col],
                   [[t, la, lo, "x"] for t, la, lo in _BEIJING])
     return (["trajectory", "release", f.name, "-e", "1", "-d", "0.1", "--model", "trained.npz",
-             "--seed", "7", "-o", "out.csv"], ["out.csv", "out.csv.json"])
+             "--seed", "7", "-o", "out.csv"], ["out.csv", "out.csv.meta.json"])
 
 
 _CHECKINS = [["u1", "Bar"], ["u1", "Park"], ["u1", "Park"], ["u2", "Bar"], ["u2", "Gym"],
@@ -165,10 +165,38 @@ def _table_anonymize(d, col, stem):
             ["out.csv", "out.csv.meta.json"])
 
 
+def _table_risk(d, col, stem):
+    f = write_csv(d / f"{stem}.csv", [col, "sex", "x"], _TABLE)
+    return ["table", "risk", f.name, "--qi", f"{col},sex", "-o", "risk.json"], ["risk.json"]
+
+
 def _table_check(d, col, stem):
     f = write_csv(d / f"{stem}.csv", [col, "sex", "x"], _TABLE)
     (d / "cons.txt").write_text("sex=F: 1..\nsex=M: 0..3\n")
     return ["table", "constraints", "check", "cons.txt", "--table", f.name], []
+
+
+_PINGS = [["u1", 0.10, 0.20], ["u1", 0.15, 0.30], ["u1", 0.80, 1.70], ["u2", 0.40, 1.10],
+          ["u2", 0.45, 1.15], ["u3", 0.90, 0.10], ["u3", 0.20, 1.90], ["u4", 0.55, 0.95]]
+_MAP = ["--bbox", "0,0,1,2", "--grid", "4x4", "-e", "1", "--method", "identity", "--seed", "7"]
+
+
+def _map_publish(d, col, stem):
+    f = write_csv(d / f"{stem}.csv", [col, "lat", "lon"], _PINGS)
+    return (["map", "publish", f.name, "--user", col, "--max-points", "2", *_MAP, "-o",
+             "out.csv"], ["out.csv", "out.csv.meta.json"])
+
+
+def _map_query(d, col, stem):
+    """A published map (from plain points) with an extra column ``col``, queried."""
+    write_csv(d / "pings.csv", ["user", "lat", "lon"], _PINGS)
+    res = run_veil(["map", "publish", "pings.csv", "--user", "user", "--max-points", "2", *_MAP,
+                    "-o", "map.csv"], d)
+    assert res.code == 0, res.err
+    rows = read_rows(d / "map.csv")
+    write_csv(d / f"{stem}.csv", rows[0] + [col], [r + ["x"] for r in rows[1:]])
+    (d / f"{stem}.csv.meta.json").write_bytes((d / "map.csv.meta.json").read_bytes())
+    return ["map", "query", f"{stem}.csv", "--bbox", "0,0,0.5,1", "--bbox", "0.2,0.4,1,2"], []
 
 
 CASES: list[Case] = [
@@ -183,7 +211,10 @@ CASES: list[Case] = [
     Case("visits-resemble", _visits("resemble")),
     Case("visits-avoid", _visits("avoid")),
     Case("table-anonymize", _table_anonymize),
+    Case("table-risk", _table_risk),
     Case("table-constraints-check", _table_check, stdout=True, col_in_sql=False),
+    Case("map-publish", _map_publish),
+    Case("map-query", _map_query, stdout=True, col_in_sql=False),
 ]
 
 

@@ -190,6 +190,22 @@ def _model(folder: Path) -> Path:
     return folder / "model.npz"
 
 
+_MAP_SIDECAR: list[bytes] = []
+
+
+def _map_sidecar(target: Path) -> None:
+    """The sidecar of a published 4x4 world map (built once per process), written to target."""
+    if not _MAP_SIDECAR:
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "p.csv").write_text("lat,lon\n1,2\n-3,4\n", encoding="utf-8")
+            res = run_veil(["map", "publish", "p.csv", "--protects", "record", "--bbox",
+                            "-90,-180,90,180", "--grid", "4x4", "-e", "1", "--method",
+                            "identity", "-o", "map.csv"], Path(tmp))
+            assert res.code == 0, res.err
+            _MAP_SIDECAR.append((Path(tmp) / "map.csv.meta.json").read_bytes())
+    target.write_bytes(_MAP_SIDECAR[0])
+
+
 #: command -> (columns it usually wants, argv builder(file name, pick) -> (argv, outputs))
 def _cmd_noise(f, pick):
     return (["noise", "counts", f, "-c", pick("count"), "-e", "1", "-o", "out.csv"],
@@ -223,7 +239,7 @@ def _cmd_traj_model(f, pick):
 def _cmd_traj_release(f, pick):
     return (["trajectory", "release", f, "-e", "1", "-d", "0.1", "--model", "model.npz",
              "--on-invalid", pick("drop-or-error"), "-o", "out.csv"],
-            ["out.csv", "out.csv.json"])
+            ["out.csv", "out.csv.meta.json"])
 
 
 def _cmd_visits(problem):
@@ -243,8 +259,26 @@ def _cmd_anonymize(f, pick):
              "-o", "out.csv"], ["out.csv", "out.csv.meta.json"])
 
 
+def _cmd_risk(f, pick):
+    return (["table", "risk", f, "--qi", f"{pick('age')},{pick('sex')}", "-o", "risk.json"],
+            ["risk.json"])
+
+
 def _cmd_check(f, pick):
     return ["table", "constraints", "check", "cons.txt", "--table", f], []
+
+
+def _cmd_map_publish(f, pick):
+    unit = pick("user-or-record")
+    who = (["--user", pick("user"), "--max-points", "3"] if unit == "user"
+           else ["--protects", "record"])
+    return (["map", "publish", f, "--lat", pick("lat"), "--lon", pick("lon"), *who, "--bbox",
+             "-90,-180,90,180", "--grid", "4x4", "-e", "1", "-o", "out.csv"],
+            ["out.csv", "out.csv.meta.json"])
+
+
+def _cmd_map_query(f, pick):
+    return ["map", "query", f, "--bbox", "-45,-90,45,90"], []
 
 
 COMMANDS = {
@@ -259,7 +293,10 @@ COMMANDS = {
     "visits-resemble": (["user", "category"], _cmd_visits("resemble")),
     "visits-avoid": (["user", "category"], _cmd_visits("avoid")),
     "table-anonymize": (["age", "sex"], _cmd_anonymize),
+    "table-risk": (["age", "sex"], _cmd_risk),
     "table-constraints-check": (["age", "sex"], _cmd_check),
+    "map-publish": (["lat", "lon", "user"], _cmd_map_publish),
+    "map-query": (["row", "col", "count"], _cmd_map_query),
 }
 
 
@@ -270,6 +307,8 @@ def _check_command(command, spec, data):
         f = spec.write(d / f"in{spec.suffix}").name
         if command == "trajectory-release":
             _model(d)
+        if command == "map-query":  # a valid sidecar next to the odd table
+            _map_sidecar(d / f"{f}.meta.json")
         (d / "target.json").write_text(json.dumps({"Bar": 1, "Park": 2, "Gym": 1}))
         (d / "cons.txt").write_text("sex=F: 1..\n")
         (d / "published.csv").write_text("bin,count\n0,1.5\n1,2\n2,0\n")
@@ -278,6 +317,8 @@ def _check_command(command, spec, data):
         def pick(usual):
             if usual == "drop-or-error":
                 return data.draw(st.sampled_from(["drop", "error"]))
+            if usual == "user-or-record":
+                return data.draw(st.sampled_from(["user", "record"]))
             if usual == "sensitive":
                 return data.draw(st.sampled_from(["Bar", "Park", "u1", "0", "nope"]))
             options = ([usual] if usual in pool else []) * 4 + pool + [data.draw(names)]
@@ -357,7 +398,7 @@ def run_folders(draw):
             d["tables"] = [{"columns": draw(_json_values), "rows": draw(_json_values)}]
         sections.append(d)
     meta = {"title": draw(_json_values), "sections": draw(st.one_of(
-        st.just([s["id"] for s in sections]), _json_values))}
+        st.just([f"s{i}" for i in range(len(sections))]), _json_values))}
     return sections, meta, draw(st.sampled_from(["ok", "bad-json", "no-meta"]))
 
 
@@ -366,8 +407,8 @@ def _check_report(folder_spec):
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "run"
         (run / "sections").mkdir(parents=True)
-        for d in sections:
-            (run / "sections" / f"{d['id']}.json").write_text(json.dumps(d))
+        for i, d in enumerate(sections):  # the file name is s<i>; the "id" field may be odd
+            (run / "sections" / f"s{i}.json").write_text(json.dumps(d))
         if how == "bad-json":
             (run / "meta.json").write_text("{" + json.dumps(meta)[:-3])
         elif how == "ok":
@@ -436,34 +477,19 @@ def test_found_hiding_the_first_category(tmp_path):
 
 
 def test_found_table_errors_name_the_file_or_option(tmp_path):
-    _write(tmp_path, "t.csv", "age,sex\n1,F\n,F\n")
-    _write(tmp_path, "cons.txt", "sex=F: 1..\n")
-    _clean_error(run_veil(["table", "anonymize", "t.csv", "--k", "2", "--qi", "age,age", "-o",
-                           "o.csv"], tmp_path), "--qi", "twice")
-    _clean_error(run_veil(["table", "anonymize", "t.csv", "--k", "2", "--qi", "age,lat", "-o",
-                           "o.csv"], tmp_path), "--qi", "'lat'")
-    _clean_error(run_veil(["table", "anonymize", "t.csv", "--k", "2", "--qi", "age,sex", "-o",
-                           "o.csv"], tmp_path), "t.csv", "row 2")
-    _write(tmp_path, "u.csv", "age,sex\n1,\n2,F\n")
-    _clean_error(run_veil(["table", "constraints", "check", "cons.txt", "--table", "u.csv"],
-                          tmp_path), "u.csv", "row 1")
+    _write(tmp_path, "t.csv", "age,sex\n1,F\n2,F\n")
+    for argv, texts in (
+            (["table", "anonymize", "t.csv", "--k", "2", "--qi", "age,age", "-o", "o.csv"],
+             ("--qi", "twice")),
+            (["table", "anonymize", "t.csv", "--k", "2", "--qi", "age,lat", "-o", "o.csv"],
+             ("--qi", "'lat'")),
+            (["table", "risk", "t.csv", "--qi", "age,lat"], ("--qi", "'lat'"))):
+        _clean_error(run_veil(argv, tmp_path), *texts)
     _write(tmp_path, "t.json", '[{"age": 1, "sex": "F"}]')
-    _clean_error(run_veil(["table", "anonymize", "t.json", "--k", "2", "--qi", "age", "-o",
-                           "o.csv"], tmp_path), "t.json", "CSV or Parquet")
-    assert sorted(listing(tmp_path)) == ["cons.txt", "t.csv", "t.json", "u.csv"]
-
-
-def test_found_list_columns_in_tables(tmp_path):
-    import pyarrow.parquet as pq
-
-    pq.write_table(pa.table({"age": [1, 2], "sex": [[0, 2], [4]]}), tmp_path / "l.parquet")
-    _write(tmp_path, "cons.txt", "sex=F: 1..\n")
-    for argv in (["table", "constraints", "check", "cons.txt", "--table", "l.parquet"],
-                 ["table", "anonymize", "l.parquet", "--k", "2", "--qi", "age,sex", "-o",
-                  "o.csv"],
-                 ["table", "anonymize", "l.parquet", "--k", "2", "--qi", "age", "-c",
-                  "cons.txt", "-o", "o.csv"]):
-        _clean_error(run_veil(argv, tmp_path), "l.parquet", "column 'sex'", "nested")
+    res = run_veil(["table", "anonymize", "t.json", "--k", "2", "--qi", "age", "-o", "o.csv"],
+                   tmp_path)
+    _clean_error(res, "t.json")
+    assert sorted(listing(tmp_path)) == ["t.csv", "t.json"]
 
 
 def test_found_checkin_file_with_duplicate_names_or_no_rows(tmp_path):
@@ -495,6 +521,17 @@ def test_found_huge_longitude_in_a_trajectory(tmp_path):
                     "model.npz", "-o", "p.csv"], tmp_path)
     _clean_error(res, "t.csv", "row 2")
     assert not res.runtime_warnings
+
+
+def test_found_latitude_beyond_90_in_a_trajectory_names_the_file(tmp_path):
+    """A latitude of 1000 was refused as a (lon, lat) swap in a call, without the file."""
+    _model(tmp_path)
+    _write(tmp_path, "t.csv", "time,lat,lon\n0,39.9,116.3\n1,1000,116.3\n2,39.91,116.31\n")
+    for argv in (["trajectory", "release", "t.csv", "-e", "1", "-d", "0.1", "--model",
+                  "model.npz", "--on-invalid", "drop", "-o", "o.csv"],
+                 ["trajectory", "model", "t.csv", "--grid", "beijing:5", "-o", "m.npz"]):
+        _clean_error(run_veil(argv, tmp_path), "t.csv", "row 2", "latitude 1000")
+    assert sorted(listing(tmp_path)) == ["model.npz", "t.csv"]
 
 
 def test_found_empty_json_histogram_names_the_file(tmp_path):

@@ -88,7 +88,7 @@ def test_full_disk_exits_2_and_leaves_nothing(writer, tmp_path):
     argv, outputs = build(tmp_path, PLAIN_COL, PLAIN_STEM)
     _grow_input(tmp_path, argv)
     before = listing(tmp_path)
-    limit = 600
+    limit = 300 if wid == "table-risk" else 600  # its JSON does not grow with the rows
     with file_size_limit(limit):
         res = run_veil(argv, tmp_path)
     after = listing(tmp_path)

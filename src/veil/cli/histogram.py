@@ -29,29 +29,20 @@ OPTION_METHODS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
-def mechanism_options(method: str, given: dict, *, n: int, epsilon: float,
-                      records_bound: float | None) -> tuple[dict, list[str]]:
-    """The options to pass to ``method`` and notes on the ones left out (``auto`` only).
+def mechanism_options(method: str, given: dict) -> dict:
+    """The options to pass to ``method`` (all of them with ``auto``, which sets aside the
+    ones its pick does not take and says so in the release's notes).
 
     Raises ParameterError for an option an explicitly chosen method does not take.
     """
-    from ..histograms.api import choose_method
-
-    picked = method
-    if method == "auto":
-        picked, _ = choose_method(n=n, epsilon=epsilon, records_bound=records_bound)
-    keep, notes = {}, []
+    if method == "auto":  # the pick may follow a noisy total: publish() decides
+        return dict(given)
     for key, value in given.items():
         option, methods = OPTION_METHODS[key]
-        if picked in methods:
-            keep[key] = value
-        elif method == "auto":
-            notes.append(f"{option} {value:g} not used: auto picked {picked}, which does not "
-                         f"take it (it applies to {', '.join(methods)})")
-        else:
+        if method not in methods:
             raise ParameterError(f"{option} does not apply to --method {method} (it applies "
                                  f"to {', '.join(methods)})")
-    return keep, notes
+    return dict(given)
 
 
 # ----------------------------------------------------------------------------- input
@@ -174,16 +165,16 @@ def publish_cmd(
         lower, upper = edges[:-1], edges[1:]
     given = {key: v for key, v in (("k", k), ("count_bound", count_bound),
                                     ("branching", branching)) if v is not None}
-    params, unused = mechanism_options(method, given, n=int(hist.size), epsilon=epsilon,
-                                       records_bound=records_bound)
-    for note in unused:
-        typer.echo(f"note: {note}", err=True)
+    params = mechanism_options(method, given)
     rng = make_rng(seed=seed) if seed is not None else make_rng()
     rel = publish(hist, epsilon=epsilon, method=method, rng=rng, records_bound=records_bound,
                   **params)
     import dataclasses
 
-    notes = list(rel.notes) + unused
+    notes = list(rel.notes)
+    for note in notes:
+        if " not used: auto picked " in note:
+            typer.echo(f"note: {note}", err=True)
     if seed is not None:
         notes.append("produced with a fixed --seed: for experiments only, not private")
     table = {"bin": np.arange(hist.size), "lower": lower, "upper": upper,

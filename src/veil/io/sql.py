@@ -84,8 +84,9 @@ def glob_escape(p: str | os.PathLike) -> str:
 def path(p: str | os.PathLike) -> str:
     """A SQL literal naming exactly the file ``p`` (absolute, glob characters escaped).
 
-    Use it wherever a file path goes into ``read_csv``, ``read_parquet``, ``read_json`` or
-    ``COPY ... TO``: DuckDB then reads or writes that one file and never expands a pattern.
+    Use it wherever a file path goes into ``read_csv``, ``read_parquet`` or ``read_json``:
+    DuckDB then reads that one file and never expands a pattern. A ``COPY ... TO``
+    destination takes :func:`target` instead.
     """
     return literal(glob_escape(os.path.abspath(_text(p, "the path"))))
 
