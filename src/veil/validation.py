@@ -152,6 +152,10 @@ def check_counts(values: Any, name: str = "counts", *, allow_empty: bool = False
         if frac.any():
             i = int(np.flatnonzero(frac)[0])
             raise ParameterError(f"{name}[{i}] must be an integer count, got {raw[i]!r}")
+        huge = np.abs(raw) >= 2.0 ** 63  # would wrap around (and warn) in the int64 cast
+        if huge.any():
+            i = int(np.flatnonzero(huge)[0])
+            raise ParameterError(f"{name}[{i}] = {raw[i]!r} does not fit in a 64-bit count")
     arr = raw.astype(np.int64)
     neg = arr < 0
     if neg.any():

@@ -63,3 +63,32 @@ def test_no_hand_made_quoting_outside_the_sql_module():
             if pattern.search(line):
                 offenders.append(f"{f.relative_to(SRC)}:{i}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+_COPY_TO = re.compile(r"""\bTO\s*\{\s*sql\.(\w+)\(""")
+
+
+def test_copy_destinations_go_through_sql_target():
+    """A COPY destination is never ``sql.path`` (it escapes glob characters, so ``-o
+    'o[1].csv'`` would write ``o[[]1].csv``); the writers in io/write.py use ``sql.target``."""
+    offenders, seen = [], 0
+    for f in SRC.rglob("*.py"):
+        text = f.read_text()
+        for m in re.finditer(r"COPY\b", text):
+            window = text[m.start():m.start() + 600]
+            to = _COPY_TO.search(window)
+            if to is None:
+                continue
+            seen += 1
+            strict = f == SRC / "io" / "write.py"  # the writers: sql.target only
+            if to.group(1) in ("path", "paths", "glob") or (strict and to.group(1) != "target"):
+                line = text.count("\n", 0, m.start()) + 1
+                offenders.append(f"{f.relative_to(SRC)}:{line}: TO {{sql.{to.group(1)}(...)}}")
+    assert seen >= 2, seen  # write.py's COPY at least (the check must see something)
+    assert not offenders, "\n".join(offenders)
+
+
+def test_copy_check_catches_sql_path(tmp_path):
+    """Canary: the pattern flags a destination quoted with sql.path."""
+    bad = 'con.execute(f"COPY __out TO {sql.path(tmp)} (FORMAT csv)")'
+    assert _COPY_TO.search(bad).group(1) == "path"

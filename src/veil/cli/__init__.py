@@ -128,6 +128,9 @@ def main(argv: list[str] | None = None) -> None:
                    f"(rerun with --debug)", err=True)
         raise SystemExit(1) from None
     # standalone_mode=False returns a command's return value, or the exit code of a
-    # `typer.Exit` raised inside a callback (e.g. --version, --help).
+    # `typer.Exit` raised inside a callback (e.g. --version, --help). Typer turns a
+    # KeyboardInterrupt inside a command into Exit(130), returned here without a word.
     if isinstance(rv, int) and rv:
+        if rv == 130:
+            typer.echo("veil: interrupted", err=True)
         raise SystemExit(rv)

@@ -15,6 +15,8 @@ Conventions
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Optional
 
@@ -45,7 +47,45 @@ DELIMITER = typer.Option(None, "--delimiter",
 __all__ = [
     "EPSILON", "SEED", "OUTPUT", "FORMAT", "OUTPUT_FORMAT", "INPUT", "INPUT_FORMAT", "DELIMITER",
     "output_path", "output_format", "read_input", "check_epsilon_option", "write_output", "echo_release",
+    "check_column_option", "naming_file",
 ]
+
+
+@contextlib.contextmanager
+def naming_file(path: Path) -> Iterator[None]:
+    """Add ``path`` to a :class:`~veil.errors.DataError` raised without a file name.
+
+    Library code that works on tables in memory reports the row and column of a problem but
+    cannot know the file; the command does, and the one-line message must name it.
+    """
+    from ..errors import DataError
+
+    try:
+        yield
+    except DataError as exc:
+        if exc.path is not None:
+            raise
+        where = [f"row {exc.row}"] if exc.row is not None else []
+        if exc.column is not None:
+            where.append(f"column {exc.column!r}")
+        text = str(exc)
+        prefix = ", ".join(where) + ": " if where else ""
+        if prefix and text.startswith(prefix):
+            text = text[len(prefix):]
+        raise DataError(text, path=str(path), row=exc.row, column=exc.column) from None
+
+
+def check_column_option(value: str, option: str) -> str:
+    """A column name given on the command line: any text but the empty string.
+
+    The name is used exactly as given (spaces, quotes and newlines included): names are
+    matched against the file's header as written, never pasted into SQL.
+    """
+    from ..errors import ParameterError
+
+    if not isinstance(value, str) or value == "":
+        raise ParameterError(f"{option} must name a column, got an empty name")
+    return value
 
 
 def output_path(path: Path) -> Path:

@@ -19,6 +19,31 @@ BENCH_NAME = "histograms"
 
 _FORMATS = (".csv", ".parquet", ".json")
 
+#: Which methods take each mechanism option of ``publish`` (a test checks this against the
+#: mechanisms' signatures). With ``--method auto``, an option the picked method does not
+#: take is left out and the sidecar says so; with an explicit method it is an error.
+OPTION_METHODS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "k": ("--k", ("structurefirst", "optimized-structurefirst", "sort-and-group")),
+    "count_bound": ("--count-bound", ("structurefirst", "optimized-structurefirst")),
+    "branching": ("--branching", ("boost", "structurefirst")),
+}
+
+
+def mechanism_options(method: str, given: dict) -> dict:
+    """The options to pass to ``method`` (all of them with ``auto``, which sets aside the
+    ones its pick does not take and says so in the release's notes).
+
+    Raises ParameterError for an option an explicitly chosen method does not take.
+    """
+    if method == "auto":  # the pick may follow a noisy total: publish() decides
+        return dict(given)
+    for key, value in given.items():
+        option, methods = OPTION_METHODS[key]
+        if method not in methods:
+            raise ParameterError(f"{option} does not apply to --method {method} (it applies "
+                                 f"to {', '.join(methods)})")
+    return dict(given)
+
 
 # ----------------------------------------------------------------------------- input
 
@@ -94,7 +119,8 @@ def publish_cmd(
                                         "from the data's min/max (NOT private; warns)."),
     counts: bool = typer.Option(False, "--counts", help="The column already holds one "
                                 "non-negative integer count per bin (no --bins needed)."),
-    k: Optional[int] = typer.Option(None, "--k", help="Buckets for (optimized) StructureFirst."),
+    k: Optional[int] = typer.Option(None, "--k", help="Buckets for (optimized) "
+                                    "StructureFirst; groups for sort-and-group."),
     count_bound: Optional[float] = typer.Option(None, "--count-bound", help="Public upper "
                                                 "bound F on any bin count (StructureFirst)."),
     records_bound: Optional[float] = typer.Option(None, "--records-bound", help="Public upper "
@@ -110,8 +136,11 @@ def publish_cmd(
     from ..random import make_rng
     from ..validation import check_choice, check_counts, check_epsilon
 
+    from .common import check_column_option
+
     check_epsilon(epsilon, "--epsilon")
     check_choice(method, "--method", METHODS)
+    check_column_option(column, "--column")
     from ..io import read_counts, sidecar_path, write_release
 
     if output.suffix.lower() not in _FORMATS:
@@ -134,14 +163,18 @@ def publish_cmd(
         hist, _ = np.histogram(values, bins=edges)
         hist = hist.astype(np.int64)
         lower, upper = edges[:-1], edges[1:]
-    params = {key: v for key, v in (("k", k), ("count_bound", count_bound),
-                                     ("branching", branching)) if v is not None}
+    given = {key: v for key, v in (("k", k), ("count_bound", count_bound),
+                                    ("branching", branching)) if v is not None}
+    params = mechanism_options(method, given)
     rng = make_rng(seed=seed) if seed is not None else make_rng()
     rel = publish(hist, epsilon=epsilon, method=method, rng=rng, records_bound=records_bound,
                   **params)
     import dataclasses
 
     notes = list(rel.notes)
+    for note in notes:
+        if " not used: auto picked " in note:
+            typer.echo(f"note: {note}", err=True)
     if seed is not None:
         notes.append("produced with a fixed --seed: for experiments only, not private")
     table = {"bin": np.arange(hist.size), "lower": lower, "upper": upper,
@@ -159,7 +192,11 @@ def publish_cmd(
 
 def _read_counts(path: Path, column: str) -> np.ndarray:
     if Path(path).suffix.lower() == ".npy":
-        return np.asarray(np.load(path), dtype=np.float64)
+        try:
+            return np.asarray(np.load(path, allow_pickle=False), dtype=np.float64)
+        except (OSError, ValueError, TypeError) as exc:
+            raise DataError(f"cannot be read as a .npy array of numbers: {exc}",
+                            path=str(path)) from None
     from ..io import read_columns
 
     return np.asarray(read_columns(path, columns={column: "float"})[column], dtype=np.float64)
@@ -181,8 +218,17 @@ def evaluate_cmd(
     from ..random import make_rng
     from ..validation import check_counts
 
+    from .common import check_column_option
+
+    check_column_option(column, "--column")
+    check_column_option(true_column, "--true-column")
     est = _read_counts(published, column)
-    tru = check_counts(_read_counts(true, true_column), "true counts")
+    if Path(true).suffix.lower() == ".npy":
+        tru = check_counts(_read_counts(true, true_column), f"--true {str(true)!r}")
+    else:  # read as counts: a bad cell is reported with its file, row and column
+        from ..io import read_counts
+
+        tru = read_counts(true, column=true_column)
     if est.size != tru.size:
         raise DataError(f"published histogram has {est.size} bins, the true one {tru.size}",
                         path=str(published))

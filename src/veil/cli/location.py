@@ -152,6 +152,10 @@ def obfuscate(
     if (grid_step is None) != (region is None):
         raise ParameterError("--grid-step and --region go together: the grid and the truncation "
                              "region must be public, never derived from the points")
+    from .common import check_column_option
+
+    check_column_option(lat, "--lat")
+    check_column_option(lon, "--lon")
     if lat == lon:
         raise ParameterError(f"--lat and --lon must be different columns, both are {lat!r}")
     reg = proj = None

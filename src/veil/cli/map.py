@@ -61,6 +61,22 @@ def _check_outputs(input: Path, outputs: list[Path]) -> None:
         raise ParameterError(f"output files must be distinct, got {[str(o) for o in outputs]}")
 
 
+def _check_columns(options: dict) -> None:
+    """Each column option names a column (not ''), and no two name the same one."""
+    from ..errors import ParameterError
+    from .common import check_column_option
+
+    seen: dict[str, str] = {}
+    for option, name in options.items():
+        if name is None:
+            continue
+        check_column_option(name, option)
+        if name in seen:
+            raise ParameterError(f"{seen[name]} and {option} name the same column {name!r}: "
+                                 "give each its own column")
+        seen[name] = option
+
+
 @app.command("publish")
 def publish_cmd(
     input: Path = typer.Argument(..., help="Points: .csv/.tsv, .parquet or .json (read with "
@@ -132,6 +148,7 @@ def publish_cmd(
                                  "person, recommended) or --protects record (one point)")
         protects = "user"
     check_choice(protects, "--protects", ("user", "record"))
+    _check_columns({"--lat": lat, "--lon": lon, "--user": user, "--time": time})
     outputs = [output, Path(str(output) + ".meta.json"),
                *(p for p in (geojson, png, geotiff) if p is not None)]
     _check_outputs(input, outputs)

@@ -57,7 +57,10 @@ def counts(
     from ..random import make_rng
     from ..validation import check_positive
 
+    from .common import check_column_option
+
     eps = check_epsilon_option(epsilon)
+    check_column_option(column, "--column")
     sens = check_positive(sensitivity, "--sensitivity")
     out = output_path(output)
     out_fmt = output_format(fmt, out)

@@ -44,6 +44,24 @@ def _read(path: Path, names: str | None, delimiter: str | None = None,
                       skip_initial_space=skip_initial_space)
 
 
+def _check_qi(qi_cols: list[str], columns: list[str]) -> None:
+    """``--qi`` names each column once, and only columns of the table (checked by name)."""
+    import difflib
+
+    if not qi_cols:
+        raise ParameterError("--qi must name at least one column")
+    for name in qi_cols:
+        if qi_cols.count(name) > 1:
+            raise ParameterError(f"--qi names column {name!r} twice")
+        if name not in columns:
+            near = difflib.get_close_matches(name, columns, n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            shown = ", ".join(repr(c) for c in columns[:12]) + (" ..." if len(columns) > 12
+                                                                 else "")
+            raise ParameterError(f"--qi: column {name!r} is not in the table{hint} "
+                                 f"(columns: {shown})")
+
+
 def _not_over_inputs(outputs: dict[str, Path], inputs: dict[str, Path]) -> None:
     """No output may be one of the inputs (nor the same file under another name)."""
     import os
@@ -237,22 +255,26 @@ def anonymize_cmd(
         inputs["constraint file"] = Path(constraints)
     inputs.update({f"hierarchy of {c!r}": p for c, p in hfiles.items()})
     _not_over_inputs(outputs, inputs)
+    from .common import naming_file
+
     table = _read(input, names, delimiter, skip_initial_space)
+    _check_qi(qi_cols, list(table.columns))
     cs = []
-    if constraints is not None:
-        cs = load_constraints(constraints, table=table, k=k)
-    kwargs = {"marker": marker, "models": models}
-    if method == "diva":
-        kwargs.update(strategy=strategy, seed=seed)
-    if method == "local":  # DIVA's clusters, when the constraints need them
-        kwargs.update(seed=seed)
-    if generalizing:
-        kwargs.update(hierarchies=hier, metric=metric)
-    if method in ("global", "local"):
-        kwargs.update(max_suppression=max_suppression)
-    if method == "global":
-        kwargs.update(search=search)
-    res = anonymize(table, k=k, qi=qi_cols, constraints=cs, method=method, **kwargs)
+    with naming_file(input):  # a data problem found after reading names the input file
+        if constraints is not None:
+            cs = load_constraints(constraints, table=table, k=k)
+        kwargs = {"marker": marker, "models": models}
+        if method == "diva":
+            kwargs.update(strategy=strategy, seed=seed)
+        if method == "local":  # DIVA's clusters, when the constraints need them
+            kwargs.update(seed=seed)
+        if generalizing:
+            kwargs.update(hierarchies=hier, metric=metric)
+        if method in ("global", "local"):
+            kwargs.update(max_suppression=max_suppression)
+        if method == "global":
+            kwargs.update(search=search)
+        res = anonymize(table, k=k, qi=qi_cols, constraints=cs, method=method, **kwargs)
     after = reidentification_risk(res.table, qi_cols, threshold=risk_threshold, marker=marker)
     public = res.published()
     public["risk"] = after
@@ -325,11 +347,15 @@ def risk_cmd(
         if population is not None:
             inputs["population table"] = Path(population)
         _not_over_inputs({"--output": out}, inputs)
+    from .common import naming_file
+
     tbl = _read(input, names, delimiter, skip_initial_space)
+    _check_qi(_split(qi) or [], list(tbl.columns))
     pop = _read(population, names, delimiter, skip_initial_space) if population else None
-    r = reidentification_risk(tbl, _split(qi) or [], population=pop,
-                              sampling_fraction=sampling_fraction, threshold=threshold,
-                              marker=marker)
+    with naming_file(input):
+        r = reidentification_risk(tbl, _split(qi) or [], population=pop,
+                                  sampling_fraction=sampling_fraction, threshold=threshold,
+                                  marker=marker)
     typer.echo(format_risk(r, f"re-identification risk of {input} on "
                               f"{', '.join(_split(qi) or [])}"))
     if output is not None:
@@ -357,10 +383,18 @@ def check_cmd(
 
     Exit status 0 when every constraint holds, 1 otherwise.
     """
+    from .common import naming_file
+
+    tbl = _read(table, names, delimiter, skip_initial_space)
+    with naming_file(table):
+        return _check(tbl, constraints, show_sql)
+
+
+def _check(tbl, constraints, show_sql):
+    """Validate ``tbl`` against the constraint file; exit 1 if a constraint fails."""
     from ..tables import check_constraints, load_constraints, validation_sql
     from ..tables.data import as_columns, cell_text
 
-    tbl = _read(table, names, delimiter, skip_initial_space)
     cols = as_columns(tbl)
     # attributes must be columns; a value that does not occur simply has count 0 (after
     # suppression removed every 'X', 'sex=X: 0..0' holds and 'sex=X: 5..' fails, exit 1)

@@ -17,6 +17,28 @@ BENCH_NAME = "temporal"
 TIME_HELP = ("Time column (default: 't', or its alias 'time'); seconds or ISO timestamps.")
 
 
+def _read_track(path, **options):
+    """``read_track`` plus a check of every latitude (a data error that names its row).
+
+    The grid refuses a latitude beyond 90 degrees as a call with (lon, lat) swapped, in a
+    message that cannot name the file; in a file it is bad data. (A longitude out of range
+    is simply outside the grid: an invalid point, dropped with ``--on-invalid drop``.)
+    """
+    import numpy as np
+
+    from ..errors import DataError
+    from ..geo.temporal.io import read_track
+
+    tr = read_track(path, **options)
+    with np.errstate(invalid="ignore"):
+        bad = np.flatnonzero(np.abs(tr.lat) > 90.0)
+    if bad.size:
+        i = int(bad[0])
+        raise DataError(f"latitude {float(tr.lat[i])!r} is outside [-90, 90]", path=str(path),
+                        row=i + 1, column="lat")
+    return tr
+
+
 def _sequences(inputs, grid, time_column, user_column):
     """Per-user (per-file for GeoLife) cell sequences of every input, in time order."""
     import numpy as np
@@ -24,7 +46,7 @@ def _sequences(inputs, grid, time_column, user_column):
     from ..errors import DataError
     from ..geo.temporal import to_cells
     from ..geo.temporal.geolife import iter_geolife
-    from ..geo.temporal.io import no_point_in_grid_message, read_track, split_users
+    from ..geo.temporal.io import no_point_in_grid_message, split_users
 
     seqs, n_points, n_inside, tracks = [], 0, 0, []
     for p in inputs:
@@ -35,7 +57,7 @@ def _sequences(inputs, grid, time_column, user_column):
                 n_points += c.size
                 n_inside += int((c >= 0).sum())
             continue
-        tr = read_track(p, time_column=time_column, user_column=user_column)
+        tr = _read_track(p, time_column=time_column, user_column=user_column)
         tracks.append(tr)
         cells = grid.cell_of(tr.lat, tr.lon)
         for user, rows in split_users(tr):
@@ -97,7 +119,10 @@ def model_cmd(
     if m.meta["n_transitions"] == 0:
         raise DataError(f"no transition inside the grid: {n_inside} of {n_points} points fall "
                         f"in it but no two consecutive fixes of one user do")
-    m.save(output)
+    try:
+        m.save(output)
+    except OSError as exc:  # a full disk or a read-only folder: say which file
+        raise OSError(exc.errno, f"cannot write {str(output)!r}: {exc.strerror}") from None
     typer.echo(f"model: {g.nx}x{g.ny} grid, {len(seqs)} sequences, "
                f"{int(m.meta['n_transitions'])} transitions ({n_inside} of {n_points} points "
                f"in the grid), {m.meta['n_unseen_cells']} cells never left"
@@ -155,8 +180,8 @@ def release_cmd(
 
     from ..errors import ParameterError
     from ..geo.temporal import MarkovModel, TemporalGrid, release_trajectory
-    from ..geo.temporal.io import (clean_track, read_track, released_table, sidecar,
-                                   split_users, write_atomic)
+    from ..geo.temporal.io import (clean_track, released_table, sidecar,
+                                   split_users)
     from ..random import make_rng, spawn
     from ..release import to_jsonable
     from ..validation import check_choice, check_delta, check_epsilon
@@ -177,7 +202,7 @@ def release_cmd(
     m = MarkovModel.load(model)
     if grid is not None:
         m.check_grid(TemporalGrid.parse(grid))
-    track = read_track(input, time_column=time_column, user_column=user_column)
+    track = _read_track(input, time_column=time_column, user_column=user_column)
     keep, cells_kept, dropped = clean_track(track, m.grid, on_invalid=on_invalid)
     p0 = None
     start = None
@@ -242,13 +267,17 @@ def release_cmd(
                      "n_dropped_invalid": dropped}
     meta["seeded"] = seed is not None
     sidecar_path = output.with_name(output.name + ".meta.json")
-    write_atomic(output, released_table(out_t, out_ll, out_size, fmt,
-                                        user=out_user if has_users else None))
-    try:
-        write_atomic(sidecar_path, sidecar(to_jsonable(meta)))
-    except BaseException:
-        output.unlink(missing_ok=True)     # no data file without its sidecar
-        raise
+    from ..io import atomic_paths
+
+    table_text = released_table(out_t, out_ll, out_size, fmt,
+                                user=out_user if has_users else None)
+    side_text = sidecar(to_jsonable(meta))
+    try:  # both files or neither (no data file without its sidecar)
+        with atomic_paths(output, sidecar_path) as (tmp_table, tmp_side):
+            tmp_table.write_text(table_text, encoding="utf-8")
+            tmp_side.write_text(side_text, encoding="utf-8")
+    except OSError as exc:  # a full disk or a read-only folder: say which file
+        raise OSError(exc.errno, f"cannot write {str(output)!r}: {exc.strerror}") from None
     typer.echo(f"released {n} points of {len(groups)} user(s) with {mechanism} "
                f"(epsilon={epsilon} per step, delta={delta}"
                + (", optimally remapped" if remap else "") + f") -> {output} and "
@@ -290,7 +319,6 @@ def risk_cmd(
     from ..errors import DataError
     from ..geo.risk import ATTACKS, risk_before_after, cell_sequences
     from ..geo.temporal import TemporalGrid
-    from ..geo.temporal.io import read_track
     from ..random import make_rng
     from ..validation import check_choice
 
@@ -298,7 +326,7 @@ def risk_cmd(
     kinds = ATTACKS if attack == "all" else (check_choice(attack, "--attack", ATTACKS),)
 
     def seqs(path):
-        tr = read_track(path, time_column=time_column, user_column=user_column)
+        tr = _read_track(path, time_column=time_column, user_column=user_column)
         return cell_sequences(tr.user, tr.t, g.cell_of(tr.lat, tr.lon))
 
     orig = seqs(original)

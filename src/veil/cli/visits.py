@@ -424,7 +424,15 @@ def _mitigation(resample_size, resample_mix, resample_profile, domain, tax, dept
 
 
 # ----------------------------------------------------------------------------- runner
-def _run(problem: str, input_path: Path, *, output, report, sensitive, categories,
+def _run(problem: str, input_path: Path, **options):
+    """Run one command; a data problem found after reading names the input file."""
+    from .common import naming_file
+
+    with naming_file(input_path):
+        return _run_checked(problem, input_path, **options)
+
+
+def _run_checked(problem: str, input_path: Path, *, output, report, sensitive, categories,
          domain_from_data, allow_unmatched, taxonomy, distance, privacy_distance, target,
          quality_bound, privacy_threshold, method, forbid_unvisited, user_column,
          category_column, rollup_depth, target_size=False, r=None, resample_size=None,
@@ -479,13 +487,22 @@ def _run(problem: str, input_path: Path, *, output, report, sensitive, categorie
         if target_size:
             raise ParameterError("--target-size applies to one histogram, not to a check-in "
                                  "file")
+        from ..io.read import column_names
+
+        if input_path.suffix.lower() in (".csv", ".tsv", ".parquet", ".pq"):
+            column_names(input_path)  # refuses a file naming two columns alike
         uh = load_checkins(input_path, user_column=user_column, category_column=category_column)
+        if uh.n_users == 0:
+            raise DataError("has no data rows (only a header?)", path=str(input_path))
         data_labels = _canon(uh.categories, tax, rollup_depth, "input")
         is_list = False
     else:
         if kind == "per-user":
             raise ParameterError("a per-user --target file needs a check-in input")
         labels, values = read_histogram(input_path)
+        if np.asarray(values).size == 0:
+            raise DataError("holds an empty histogram (no categories, no counts)",
+                            path=str(input_path))
         data_labels = _canon(labels, tax, rollup_depth, "input") if labels is not None else None
         is_list = labels is None
     domain, source = _domain(categories=categories, tax=tax, depth=rollup_depth,

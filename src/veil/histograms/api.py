@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 
 import numpy as np
@@ -91,6 +92,28 @@ def choose_method(*, n: int, epsilon: float, records_bound: float | None,
     raise ParameterError(f"auto rule for {cls!r} has no open last interval")  # pragma: no cover
 
 
+def _mechanism(method: str):
+    """The function implementing ``method`` (not ``'auto'``)."""
+    from . import basic, sortgroup, structurefirst, tree
+    from .dawa import dawa as dawa_fn
+    from .hdmm import hdmm as hdmm_fn
+    from .mwem import mwem as mwem_fn
+
+    return {
+        "identity": basic.identity,
+        "noisefirst": basic.noise_first,
+        "structurefirst": structurefirst.structure_first,
+        "optimized-structurefirst": structurefirst.optimized_structure_first,
+        "boost": tree.boost,
+        "hb": tree.hb,
+        "sort-and-group": sortgroup.sort_and_group,
+        "ahp": sortgroup.ahp,
+        "dawa": dawa_fn,
+        "hdmm": hdmm_fn,
+        "mwem": mwem_fn,
+    }[method]
+
+
 def publish(counts, *, epsilon, method: str = "auto", rng=None, records_bound=None,
             **params) -> Release:
     """Publish an eps-DP histogram with the chosen mechanism.
@@ -120,20 +143,21 @@ def publish(counts, *, epsilon, method: str = "auto", rng=None, records_bound=No
     >>> r.mechanism
     'hb'
     """
-    from . import basic, sortgroup, structurefirst, tree
     from ._common import as_rng, noisy_integers
-    from .dawa import dawa as dawa_fn
-    from .hdmm import hdmm as hdmm_fn
-    from .mwem import mwem as mwem_fn
 
     method = check_choice(method, "method", METHODS)
     x = as_counts(counts)
     b = as_budget(epsilon)
-    note, pre_split, pre_params = None, {}, {}
+    note, pre_split, pre_params, unused = None, {}, {}, []
     if method == "auto":
         g = as_rng(rng)
         rng = g
         wl = params.pop("workload", "prefix")
+        known = {name for m in METHODS if m != "auto"
+                 for name in inspect.signature(_mechanism(m)).parameters}
+        for key in params:  # checked before any budget is spent
+            if key not in known:
+                raise ParameterError(f"method 'auto': no mechanism takes an option {key!r}")
         if b.epsilon >= AUTO_RULE.get("exact_epsilon", math.inf):  # no total needed
             N = float(records_bound) if records_bound is not None else 1.0
             inner = b
@@ -151,6 +175,13 @@ def publish(counts, *, epsilon, method: str = "auto", rng=None, records_bound=No
             pre_params = {"auto_noisy_total": N}
         method, note = choose_method(n=x.size, epsilon=inner.epsilon, records_bound=N,
                                      workload=wl)
+        # an option of another method (--count-bound, --k, --branching) is set aside, not an
+        # error: the pick is only known here (it may follow a noisy total)
+        takes = inspect.signature(_mechanism(method)).parameters
+        for key in [key for key in params if key not in takes]:
+            value = params.pop(key)
+            unused.append(f"{key}={value!r} not used: auto picked {method}, which does not "
+                          "take it")
         if method in WORKLOAD_AWARE:
             params["workload"] = wl
         if method == "optimized-structurefirst":  # no bin holds more than N records
@@ -163,19 +194,7 @@ def publish(counts, *, epsilon, method: str = "auto", rng=None, records_bound=No
             check_positive(records_bound, "records_bound")
             if method == "optimized-structurefirst":  # it tightens the budget-split model
                 params["records_bound"] = records_bound
-    fn = {
-        "identity": basic.identity,
-        "noisefirst": basic.noise_first,
-        "structurefirst": structurefirst.structure_first,
-        "optimized-structurefirst": structurefirst.optimized_structure_first,
-        "boost": tree.boost,
-        "hb": tree.hb,
-        "sort-and-group": sortgroup.sort_and_group,
-        "ahp": sortgroup.ahp,
-        "dawa": dawa_fn,
-        "hdmm": hdmm_fn,
-        "mwem": mwem_fn,
-    }[method]
+    fn = _mechanism(method)
     if method in ("structurefirst", "optimized-structurefirst"):
         params.setdefault("count_bound", None)  # a clear error if the public bound is missing
     try:
@@ -187,5 +206,6 @@ def publish(counts, *, epsilon, method: str = "auto", rng=None, records_bound=No
                                   budget_split={**pre_split, **rel.budget_split},
                                   parameters={**rel.parameters, **pre_params,
                                               "auto_rule": note},
-                                  notes=(*rel.notes, f"auto: {note}"))
+                                  notes=(*rel.notes, f"auto: {note}",
+                                         *(f"auto: {u}" for u in unused)))
     return rel

@@ -32,6 +32,7 @@ __all__ = [
     "read_points",
     "read_counts",
     "read_checkins",
+    "column_names",
 ]
 
 #: File formats veil reads and writes.
@@ -189,7 +190,8 @@ def _duck_error(exc: Exception, path: Path, fmt: str, delimiter: str, header: bo
 
 
 def _source_sql(path: Path, fmt: str, *, delimiter: str, header: bool,
-                names: list[str] | None, all_varchar: bool) -> str:
+                all_varchar: bool) -> str:
+    """The DuckDB table function reading ``path`` (a literal path: never a glob)."""
     p = sql.path(path)
     if fmt == "csv":
         opts = [f"header={'true' if header else 'false'}", f"delim={_sql_str(delimiter)}",
@@ -197,12 +199,114 @@ def _source_sql(path: Path, fmt: str, *, delimiter: str, header: bool,
                 "null_padding=false", "comment=''", "allow_quoted_nulls=false"]
         if all_varchar:
             opts.append("all_varchar=true")
-        if names is not None:
-            opts.append("names=[" + ", ".join(_sql_str(n) for n in names) + "]")
         return f"read_csv({p}, {', '.join(opts)})"
     if fmt == "parquet":
         return f"read_parquet({p})"
     return f"read_json_auto({p})"
+
+
+def _internal(i: int) -> str:
+    """The positional name veil gives column ``i`` inside SQL (never a name from the file)."""
+    return f"c{i}"
+
+
+def _csv_header(path: Path, delimiter: str) -> list[str]:
+    """The exact names of a CSV header (the first record), parsed like DuckDB parses it.
+
+    DuckDB trims, renames (``a``, ``a_1``; ``Sex`` and ``sex`` are renamed as duplicates)
+    and replaces blank names in a header; veil keeps the names as written, so it reads the
+    first record itself. Bytes that are not UTF-8 are kept as surrogates and reported.
+    """
+    spath = str(path)
+    try:
+        with open(path, newline="", encoding="utf-8-sig", errors="surrogateescape") as fh:
+            rec = next(csv.reader(fh, delimiter=delimiter, quotechar='"', doublequote=True,
+                                  strict=True), None)
+    except (csv.Error, OSError) as exc:
+        raise DataError(f"the header line cannot be parsed as CSV: {exc}", path=spath) from None
+    if not rec:
+        raise DataError("the first line (the header) is empty: expected column names",
+                        path=spath)
+    for name in rec:
+        if any("\udc80" <= ch <= "\udcff" for ch in name):
+            raise DataError("the header is not UTF-8 encoded text; re-save the file as UTF-8",
+                            path=spath)
+        if "\x00" in name:
+            raise DataError("the header holds a NUL character", path=spath)
+    return rec
+
+
+def _check_unique(names: list[str], path: str) -> None:
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names, start=1):
+        if name in seen:
+            raise DataError(f"the column name appears twice (columns {seen[name]} and {i}); "
+                            f"column names must be unique", path=path, column=name)
+        seen[name] = i
+
+
+def _json_keys(con, path: Path) -> set[str]:
+    """Every top-level key of a JSON file's records (error path of a suspected rename)."""
+    rows = con.sql(f"SELECT DISTINCT unnest(json_keys(json)) FROM "
+                   f"read_json_objects({sql.path(path)})").fetchall()
+    return {r[0] for r in rows}
+
+
+def _exact_names(con, path: Path, fmt: str, duck: list[str], *, delimiter: str, header: bool,
+                 names: list[str] | None, types: list[str] | None = None) -> list[str]:
+    """The file's column names as written, in file order (DuckDB's ``duck`` names may differ)."""
+    spath = str(path)
+    if fmt == "json" and duck == ["json"] and types and types[0].upper().startswith("MAP"):
+        # DuckDB falls back to one MAP column when it cannot make columns of the keys
+        keys = _json_keys(con, path)
+        if keys != {"json"}:
+            why = ("a record has a blank key \"\"" if "" in keys else
+                   f"the records have {len(keys)} different keys")
+            raise DataError(f"the JSON records cannot be read as columns ({why}); give every "
+                            f"record the same non-blank keys", path=spath)
+    if names is not None:
+        if fmt != "csv":
+            raise ParameterError("names= only applies to CSV files")
+        exact = list(names)
+    elif fmt == "csv" and header:
+        exact = _csv_header(path, delimiter)
+    elif fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            exact = list(pq.read_schema(path).names)
+        except (pa.ArrowException, OSError) as exc:
+            raise DataError(f"cannot be read as Parquet: {_one_line(exc)}", path=spath) from None
+    else:
+        exact = list(duck)
+        if fmt == "json":
+            lower = set()
+            for name in duck:
+                m = re.fullmatch(r"(.*)_\d+", name, re.S)
+                if m and m.group(1).lower() in lower:
+                    keys = _json_keys(con, path)
+                    if name not in keys:
+                        twins = sorted(k for k in keys if k.lower() == m.group(1).lower())
+                        raise DataError(
+                            f"keys {', '.join(repr(k) for k in twins)} differ only in case, "
+                            f"which DuckDB's JSON reader cannot keep apart; rename one",
+                            path=spath, column=twins[-1] if twins else name)
+                lower.add(name.lower())
+    if len(exact) != len(duck):
+        if fmt == "csv":  # DuckDB took a longer row for the header: name that row
+            detail = _first_ragged_row(path, delimiter, header)
+            if detail is not None and detail[0] is not None:
+                raise DataError(detail[1], path=spath, row=detail[0])
+        what = "names= gives" if names is not None else "the header has"
+        raise DataError(f"{what} {len(exact)} column name(s) but the rows have {len(duck)} "
+                        f"field(s); check the delimiter {delimiter!r} and quoting", path=spath)
+    _check_unique(exact, spath)
+    return exact
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _bigint_expr(name: str, src_type: str) -> str:
@@ -213,21 +317,37 @@ def _bigint_expr(name: str, src_type: str) -> str:
         col = f"({col} ->> '$')"
         base = "VARCHAR"
     if base in _DUCK_NUMERIC or base == "VARCHAR" or base.startswith("DECIMAL"):
-        return f"TRY_CAST({col} AS BIGINT)"
+        return f"TRY_CAST({col} AS BIGINT)"  # (BOOLEAN and dates never get here)
     return "CAST(NULL AS BIGINT)"
 
 
+_NESTED = re.compile(r"^(STRUCT|MAP|UNION|LIST|ARRAY)\b|\[\d*\]$")
+_NOT_NUMBERS = ("TIMESTAMP", "DATE", "TIME", "INTERVAL", "BLOB", "BOOLEAN", "UUID", "BIT",
+                "VARINT", "ENUM")
+
+
+def _nested_type(src_type: str) -> bool:
+    """Whether a DuckDB type holds lists, structs or maps (never a scalar cell)."""
+    return bool(_NESTED.search(src_type.upper().strip()))
+
+
 def _cast_exprs(name: str, src_type: str, kind: str) -> list[str]:
-    """SQL expressions for one declared column: the parsed value(s) and a missing flag."""
+    """SQL expressions for one declared column: the parsed value(s) and a missing flag.
+
+    ``name`` is the column's internal (positional) name; a JSON-typed column (mixed types
+    in a JSON file) also gets a flag for cells that are arrays or objects.
+    """
     col = _ident(name)
     base = src_type.upper()
+    out = []
     if base == "JSON":
+        out.append(f"coalesce(json_type({col}) IN ('ARRAY', 'OBJECT'), false) "
+                   f"AS {_ident('__nested__' + name)}")
         col = f"({col} ->> '$')"
         base = "VARCHAR"
-    out = [f"({col} IS NULL) AS {_ident('__null__' + name)}"]
+    out.insert(0, f"({col} IS NULL) AS {_ident('__null__' + name)}")
     if kind in _NUMERIC_KINDS:
-        if base.startswith(("TIMESTAMP", "DATE", "TIME", "INTERVAL", "STRUCT", "LIST", "MAP",
-                            "BLOB")) or base.endswith("[]"):
+        if base.startswith(_NOT_NUMBERS):
             out.append(f"CAST(NULL AS DOUBLE) AS {_ident('__f__' + name)}")
         else:
             out.append(f"TRY_CAST({col} AS DOUBLE) AS {_ident('__f__' + name)}")
@@ -239,6 +359,9 @@ def _cast_exprs(name: str, src_type: str, kind: str) -> list[str]:
             out.append(f"CAST({col} AS TIMESTAMP) AS {_ident('__t__' + name)}")
         elif base in _DUCK_NUMERIC or base.startswith("DECIMAL"):
             out.append(f"CAST({col} AS DOUBLE) AS {_ident('__f__' + name)}")
+            out.append(f"CAST(NULL AS TIMESTAMP) AS {_ident('__t__' + name)}")
+        elif base.startswith(_NOT_NUMBERS):
+            out.append(f"CAST(NULL AS DOUBLE) AS {_ident('__f__' + name)}")
             out.append(f"CAST(NULL AS TIMESTAMP) AS {_ident('__t__' + name)}")
         else:
             out.append(f"TRY_CAST({col} AS DOUBLE) AS {_ident('__f__' + name)}")
@@ -368,59 +491,137 @@ def read_table(path: str | os.PathLike, *, columns: Mapping[str, str] | None = N
 
     con = _connect()
     try:
-        src = _source_sql(path, fmt, delimiter=delimiter, header=header, names=names,
+        raw = _source_sql(path, fmt, delimiter=delimiter, header=header,
                           all_varchar=kinds is not None)
         try:
-            described = con.sql(f"DESCRIBE SELECT * FROM {src}").fetchall()
+            described = con.sql(f"DESCRIBE SELECT * FROM {raw}").fetchall()
+        except duckdb.InterruptException:  # SIGINT while DuckDB reads: exit 130, not 2
+            raise KeyboardInterrupt from None
         except duckdb.Error as exc:
             raise _duck_error(exc, path, fmt, delimiter, header) from None
-        have = [r[0] for r in described]
-        types = {r[0]: str(r[1]) for r in described}
+        # SQL only ever sees positional names (c0, c1, ...): a name from the file never
+        # reaches a query, and DuckDB's renaming of blank, padded or case-duplicate names
+        # cannot change what is read or written back.
+        have = _exact_names(con, path, fmt, [r[0] for r in described], delimiter=delimiter,
+                            header=header, names=names, types=[str(r[1]) for r in described])
+        index = {name: i for i, name in enumerate(have)}
+        types = {name: str(described[i][1]) for i, name in enumerate(have)}
+        src = f"{raw} AS __src({', '.join(_ident(_internal(i)) for i in range(len(have)))})"
 
         if kinds is None:
-            exprs = ["*"]
+            exprs = [_ident(_internal(i)) for i in range(len(have))]
         else:
-            for name in kinds:
-                if name not in types:
+            for name, kind in kinds.items():
+                if name not in index:
                     raise _missing_column_error(spath, name, have)
+                if _nested_type(types[name]):
+                    raise DataError(f"holds nested values of type {types[name]} (lists or "
+                                    f"structs), expected {KINDS[kind]} in every cell",
+                                    path=spath, column=name)
             exprs = []
             for name, kind in kinds.items():
-                exprs.extend(_cast_exprs(name, types[name], kind))
+                exprs.extend(_cast_exprs(_internal(index[name]), types[name], kind))
             others = [h for h in have if h not in kinds] if keep_others else []
-            exprs.extend(_ident(h) for h in others)
+            exprs.extend(_ident(_internal(index[h])) for h in others)
         # One scan of the file; insertion order is preserved, so index i is data row i + 1.
         try:
             got = con.sql(f"SELECT {', '.join(exprs)} FROM {src}").to_arrow_table()
+        except duckdb.InterruptException:
+            raise KeyboardInterrupt from None
         except duckdb.Error as exc:
             raise _duck_error(exc, path, fmt, delimiter, header) from None
         if got.num_rows == 0:
             raise DataError("has no data rows (only a header?)", path=spath)
         if kinds is None:
-            return got
+            return got.rename_columns(have)
 
-        checked = {name: _check_column(con, src, spath, name, kind, got, types[name])
+        checked = {name: _check_column(con, src, spath, name, _internal(index[name]), kind,
+                                       got, types[name])
                    for name, kind in kinds.items()}
         if not keep_others:
             return pa.table(checked)
-        return pa.table({h: checked[h] if h in checked else got.column(h) for h in have})
+        return pa.table({h: checked[h] if h in checked else got.column(_internal(index[h]))
+                         for h in have})
     finally:
         con.close()
 
 
-def _check_column(con, src: str, path: str, name: str, kind: str, got: pa.Table,
+def column_names(path: str | os.PathLike, *, format: str | None = None,
+                 delimiter: str | None = None, header: bool = True,
+                 names: list[str] | None = None) -> list[str]:
+    """The column names of a file exactly as written (the names :func:`read_table` uses).
+
+    DuckDB trims padded names, renames blank ones and renames names that differ only in
+    case; this returns the file's own names, in file order, and refuses a file that names
+    two columns alike (the same rules as :func:`read_table`, without reading the rows).
+
+    Parameters
+    ----------
+    path, format, delimiter, header, names
+        As for :func:`read_table`.
+
+    Raises
+    ------
+    DataError
+        If the file cannot be read, or two columns have the same name.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+    >>> _ = f.write_text(' age ,Sex,sex\\n1,F,x\\n')
+    >>> column_names(f)
+    [' age ', 'Sex', 'sex']
+    >>> _ = f.write_text('age,sex,age\\n1,F,2\\n')
+    >>> column_names(f)
+    Traceback (most recent call last):
+    ...
+    veil.errors.DataError: file ..., column 'age': the column name appears twice (columns 1 and 3); column names must be unique
+    """
+    import duckdb
+
+    path = Path(os.fspath(path))
+    fmt = detect_format(path, format)
+    if delimiter is None:
+        delimiter = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
+    _check_file(path)
+    con = _connect()
+    try:
+        raw = _source_sql(path, fmt, delimiter=delimiter, header=header, all_varchar=True)
+        try:
+            described = con.sql(f"DESCRIBE SELECT * FROM {raw}").fetchall()
+        except duckdb.InterruptException:
+            raise KeyboardInterrupt from None
+        except duckdb.Error as exc:
+            raise _duck_error(exc, path, fmt, delimiter, header) from None
+        return _exact_names(con, path, fmt, [r[0] for r in described], delimiter=delimiter,
+                            header=header, names=names, types=[str(r[1]) for r in described])
+    finally:
+        con.close()
+
+
+def _check_column(con, src: str, path: str, name: str, col: str, kind: str, got: pa.Table,
                   src_type: str):
-    """Vectorized checks of one declared column; returns the converted Arrow array."""
-    missing = got.column("__null__" + name).to_numpy()
+    """Vectorized checks of one declared column; returns the converted Arrow array.
+
+    ``name`` is the column's name in the file (for messages), ``col`` its internal name.
+    """
+    missing = got.column("__null__" + col).to_numpy()
     i = _first(missing)
     if i is not None:
         raise DataError(f"missing value (empty cell); every row needs a {kind} here "
                         f"({KINDS[kind]})", path=path, row=i + 1, column=name)
+    if "__nested__" + col in got.column_names:
+        i = _first(got.column("__nested__" + col).to_numpy())
+        if i is not None:
+            raise DataError(f"{_raw_value(con, src, col, i)} is a list or an object, "
+                            f"expected {KINDS[kind]}", path=path, row=i + 1, column=name)
     if kind == "str":
-        return got.column("__s__" + name).combine_chunks()
+        return got.column("__s__" + col).combine_chunks()
 
     if kind == "time":
-        f = got.column("__f__" + name)
-        t = got.column("__t__" + name)
+        f = got.column("__f__" + col)
+        t = got.column("__t__" + col)
         f_ok = ~np.asarray(f.is_null().to_numpy(zero_copy_only=False), dtype=bool)
         t_ok = ~np.asarray(t.is_null().to_numpy(zero_copy_only=False), dtype=bool)
         if f_ok.all():
@@ -434,22 +635,22 @@ def _check_column(con, src: str, path: str, name: str, kind: str, got: pa.Table,
             return t.combine_chunks().cast(pa.timestamp("us"))
         bad = ~(t_ok if t_ok.sum() >= f_ok.sum() else f_ok)
         i = _first(bad)
-        raise DataError(f"{_raw_value(con, src, name, i)} is not a time (expected "
+        raise DataError(f"{_raw_value(con, src, col, i)} is not a time (expected "
                         f"{KINDS['time']}, e.g. 2012-04-03 18:00:09 or 13.5)",
                         path=path, row=i + 1, column=name)
 
-    fcol = got.column("__f__" + name)
+    fcol = got.column("__f__" + col)
     fnull = np.asarray(fcol.is_null().to_numpy(zero_copy_only=False), dtype=bool)
     i = _first(fnull)
     if i is not None:
-        raise DataError(f"{_raw_value(con, src, name, i)} is not a number (expected "
+        raise DataError(f"{_raw_value(con, src, col, i)} is not a number (expected "
                         f"{KINDS[kind]})", path=path, row=i + 1, column=name)
     vals = fcol.to_numpy().astype(np.float64, copy=False)
     finite = np.isfinite(vals)
     i = _first(~finite)
     if i is not None:
         what = {"lat": "latitude", "lon": "longitude"}.get(kind, "value")
-        raise DataError(f"{what} must be finite, got {_raw_value(con, src, name, i)} "
+        raise DataError(f"{what} must be finite, got {_raw_value(con, src, col, i)} "
                         f"(NaN/inf not allowed)", path=path, row=i + 1, column=name)
     if kind == "lat":
         i = _first((vals < -90.0) | (vals > 90.0))
@@ -470,17 +671,17 @@ def _check_column(con, src: str, path: str, name: str, kind: str, got: pa.Table,
     i = _first(vals != np.round(vals))
     if i is not None:
         label = "integer count" if kind == "count" else "integer"
-        raise DataError(f"{_raw_value(con, src, name, i)} is not an {label} (expected "
+        raise DataError(f"{_raw_value(con, src, col, i)} is not an {label} (expected "
                         f"{KINDS[kind]})", path=path, row=i + 1, column=name)
     if np.abs(vals).max() < _EXACT_LIMIT:
         ints = vals.astype(np.int64)  # integral doubles below 2**52 are exact
     else:  # large integers: parse the text again as BIGINT so no digit is lost
-        icol = con.sql(f"SELECT {_bigint_expr(name, src_type)} FROM {src}").to_arrow_table()
+        icol = con.sql(f"SELECT {_bigint_expr(col, src_type)} FROM {src}").to_arrow_table()
         icol = icol.column(0)
         inull = np.asarray(icol.is_null().to_numpy(zero_copy_only=False), dtype=bool)
         i = _first(inull)
         if i is not None:
-            raise DataError(f"{_raw_value(con, src, name, i)} does not fit in a 64-bit "
+            raise DataError(f"{_raw_value(con, src, col, i)} does not fit in a 64-bit "
                             f"integer", path=path, row=i + 1, column=name)
         ints = icol.to_numpy().astype(np.int64, copy=False)
     if kind == "count":

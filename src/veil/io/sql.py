@@ -27,7 +27,7 @@ from collections.abc import Iterable
 
 from ..errors import ParameterError
 
-__all__ = ["ident", "literal", "path", "paths", "glob", "glob_escape"]
+__all__ = ["ident", "literal", "path", "paths", "target", "glob", "glob_escape"]
 
 _GLOB_CHARS = {"[": "[[]", "*": "[*]", "?": "[?]", "{": "[{]"}
 
@@ -84,10 +84,24 @@ def glob_escape(p: str | os.PathLike) -> str:
 def path(p: str | os.PathLike) -> str:
     """A SQL literal naming exactly the file ``p`` (absolute, glob characters escaped).
 
-    Use it wherever a file path goes into ``read_csv``, ``read_parquet``, ``read_json`` or
-    ``COPY ... TO``: DuckDB then reads or writes that one file and never expands a pattern.
+    Use it wherever a file path goes into ``read_csv``, ``read_parquet`` or ``read_json``:
+    DuckDB then reads that one file and never expands a pattern. A ``COPY ... TO``
+    destination takes :func:`target` instead.
     """
     return literal(glob_escape(os.path.abspath(_text(p, "the path"))))
+
+
+def target(p: str | os.PathLike) -> str:
+    """A SQL literal naming the file ``p`` as a ``COPY ... TO`` destination (absolute).
+
+    DuckDB never expands a pattern in a COPY destination, so glob characters are kept as
+    they are: escaping them (as :func:`path` does for readers) would write a file whose
+    name holds the escapes (``o[[]1].csv`` instead of ``o[1].csv``).
+
+    >>> target("/out/o[1].csv")
+    "'/out/o[1].csv'"
+    """
+    return literal(os.path.abspath(_text(p, "the path")))
 
 
 def paths(ps: Iterable[str | os.PathLike]) -> str:

@@ -9,6 +9,7 @@ temporary file is removed and the target is left as it was.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
@@ -89,6 +90,19 @@ def _unlink_quietly(path: Path) -> None:
         os.unlink(path)
 
 
+#: errors of a failed write (full disk, quota, file-size limit, read-only, no permission, I/O)
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES,
+                 errno.EPERM, errno.EIO}
+
+
+def _naming_outputs(exc: OSError, finals: list[Path]) -> OSError:
+    """A write error that names the outputs (Python's says nothing, or names a temp file)."""
+    if exc.errno not in _WRITE_ERRNOS or "cannot write" in str(exc):
+        return exc
+    names = " and ".join(repr(str(f)) for f in finals)
+    return OSError(exc.errno, f"cannot write {names}: {exc.strerror}")
+
+
 @contextlib.contextmanager
 def atomic_paths(*targets: str | os.PathLike) -> Iterator[list[Path]]:
     """Yield temporary paths for several targets; commit all of them or none.
@@ -113,8 +127,12 @@ def atomic_paths(*targets: str | os.PathLike) -> Iterator[list[Path]]:
     temps: list[Path] = []
     try:
         for final in finals:
-            fd, name = tempfile.mkstemp(prefix=_TMP_PREFIX + final.name + ".",
-                                        suffix=".tmp", dir=final.parent if str(final.parent) else ".")
+            try:
+                fd, name = tempfile.mkstemp(prefix=_TMP_PREFIX + final.name + ".", suffix=".tmp",
+                                            dir=final.parent if str(final.parent) else ".")
+            except OSError as exc:  # a read-only or full folder: name the output, not a temp
+                raise OSError(exc.errno, f"cannot write {str(final)!r}: {exc.strerror}"
+                              ) from None
             os.close(fd)
             temps.append(Path(name))
             os.chmod(name, _final_mode(final))
@@ -123,6 +141,10 @@ def atomic_paths(*targets: str | os.PathLike) -> Iterator[list[Path]]:
             if not tmp.exists():
                 raise FileNotFoundError(f"nothing was written for {str(final)!r}")
             _fsync_file(tmp)
+    except OSError as exc:
+        for tmp in temps:
+            _unlink_quietly(tmp)
+        raise _naming_outputs(exc, finals) from None
     except BaseException:
         for tmp in temps:
             _unlink_quietly(tmp)
@@ -217,19 +239,76 @@ _COPY_OPTIONS = {"csv": "FORMAT csv, HEADER true",
                  "json": "FORMAT json, ARRAY true"}
 
 
+def _write_error(exc: Exception, final: Path, fmt: str) -> OSError:
+    """A one-line OSError naming the output, from DuckDB's (often JSON-laden) IO error."""
+    import errno as _errno
+    import re
+
+    text = str(exc)
+    m = re.search(r'"errno"\s*:\s*"?(\d+)', text)
+    if m:  # e.g. a full disk or a file-size limit while COPY writes
+        code = int(m.group(1))
+        name = _errno.errorcode.get(code, str(code))
+        return OSError(code, f"cannot write {str(final)!r} as {fmt}: {os.strerror(code)} "
+                             f"({name})")
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return OSError(f"cannot write {str(final)!r} as {fmt}: {first}")
+
+
+def _renamed_by_duckdb(names: list[str]) -> bool:
+    """Whether DuckDB's COPY would write other names (it renames blank and case-twin names)."""
+    seen: set[str] = set()
+    for name in names:
+        if name == "" or name.lower() in seen:
+            return True
+        seen.add(name.lower())
+    return False
+
+
 def _copy(arrow: pa.Table, tmp: Path, fmt: str, final: Path) -> None:
-    """Write ``arrow`` to ``tmp`` with DuckDB's COPY (errors name the final output)."""
+    """Write ``arrow`` to ``tmp`` with DuckDB's COPY (errors name the final output).
+
+    The header is the table's own: names DuckDB would rename on output (a blank name, or
+    ``Sex`` beside ``sex``) are written as they are (CSV: the header line is written here and
+    the rows by COPY; Parquet: by pyarrow; JSON cannot hold them and is refused).
+    """
     import duckdb
 
+    names = list(arrow.column_names)
+    exact = _renamed_by_duckdb(names)
+    if exact and fmt == "json":
+        raise ParameterError(f"cannot write {str(final)!r} as JSON: column names "
+                             f"{names!r} include a blank name or names differing only in "
+                             f"case; write CSV or Parquet")
+    if exact and fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        pq.write_table(arrow, tmp)
+        return
     con = _connect()
     try:
+        if exact:
+            arrow = arrow.rename_columns([f"c{i}" for i in range(len(names))])
         con.register("__out", arrow)
-        target = sql.path(tmp)
+        body = tmp.with_name(tmp.name + ".rows") if exact else tmp
+        options = "FORMAT csv, HEADER false" if exact else _COPY_OPTIONS[fmt]
         try:
-            con.execute(f"COPY __out TO {target} ({_COPY_OPTIONS[fmt]})")
+            con.execute(f"COPY __out TO {sql.target(body)} ({options})")
+            if exact:
+                import csv
+                import shutil
+
+                with open(tmp, "w", newline="", encoding="utf-8") as out:
+                    csv.writer(out, lineterminator="\n").writerow(names)
+                    with open(body, encoding="utf-8", newline="") as rows:
+                        shutil.copyfileobj(rows, out)
+        except duckdb.InterruptException:
+            raise KeyboardInterrupt from None
         except duckdb.Error as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise OSError(f"cannot write {str(final)!r} as {fmt}: {first}") from None
+            raise _write_error(exc, final, fmt) from None
+        finally:
+            if exact:
+                _unlink_quietly(body)
     finally:
         con.close()
 

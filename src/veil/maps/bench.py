@@ -192,7 +192,7 @@ def generate_points(path, n: int, *, users: int = 100_000, region: str = "nyc",
               FROM range({int(n)}) t(i)) q,
              LATERAL (SELECT r * cos(a) AS z1, r * sin(a) AS z2)
         """
-        con.execute(f"COPY ({q}) TO {sql.path(path)} (FORMAT parquet, ROW_GROUP_SIZE "
+        con.execute(f"COPY ({q}) TO {sql.target(path)} (FORMAT parquet, ROW_GROUP_SIZE "
                     f"{int(row_group_size)})")
     finally:
         con.close()

@@ -37,8 +37,8 @@ import numpy as np
 
 from ..errors import DataError, ParameterError
 from ..io import sql
-from ..io.read import (_check_file, _connect, _duck_error, _missing_column_error, _source_sql,
-                       detect_format)
+from ..io.read import (_check_file, _connect, _duck_error, _exact_names, _internal,
+                       _missing_column_error, _nested_type, _source_sql, detect_format)
 from ..random import make_rng
 from ..validation import check_choice, check_int
 from .grid import MapGrid
@@ -120,9 +120,20 @@ def _time_filter(tcol: str | None, start, end) -> tuple[str, str]:
     return t, " AND ".join(conds)
 
 
+#: The names under which :func:`point_source`'s FROM clause holds the columns asked for.
+SOURCE_NAMES = {"lat": "__in_lat", "lon": "__in_lon", "user": "__in_user", "time": "__in_time"}
+
+
 def point_source(con, path, *, lat: str, lon: str, user: str | None, time: str | None,
                  format: str | None, delimiter: str | None, csv_header: bool) -> tuple[str, str]:
-    """Check the file and its columns; return ``(FROM-clause SQL, format)``."""
+    """Check the file and its columns; return ``(FROM-clause SQL, format)``.
+
+    The FROM clause holds the columns asked for under the names of :data:`SOURCE_NAMES`.
+    The file's columns are read by position, as :func:`veil.io.read_table` reads them: a
+    name from the file never reaches SQL, names are matched exactly as written (DuckDB
+    trims, renames blank and case-twin names), and a file naming two columns alike is
+    refused.
+    """
     import duckdb
 
     p = Path(os.fspath(path))
@@ -130,17 +141,29 @@ def point_source(con, path, *, lat: str, lon: str, user: str | None, time: str |
     if delimiter is None:
         delimiter = "\t" if p.suffix.lower() in (".tsv", ".tab") else ","
     _check_file(p)
-    src = _source_sql(p, fmt, delimiter=delimiter, header=csv_header, names=None,
-                      all_varchar=False)
+    raw = _source_sql(p, fmt, delimiter=delimiter, header=csv_header, all_varchar=False)
     try:
-        described = con.sql(f"DESCRIBE SELECT * FROM {src}").fetchall()
+        described = con.sql(f"DESCRIBE SELECT * FROM {raw}").fetchall()
+    except duckdb.InterruptException:
+        raise KeyboardInterrupt from None
     except duckdb.Error as exc:
         raise _duck_error(exc, p, fmt, delimiter, csv_header) from None
-    have = [r[0] for r in described]
-    for col in (lat, lon, user, time):
-        if col is not None and col not in have:
+    types = [str(r[1]) for r in described]
+    have = _exact_names(con, p, fmt, [r[0] for r in described], delimiter=delimiter,
+                        header=csv_header, names=None, types=types)
+    index = {name: i for i, name in enumerate(have)}
+    picks = []
+    for role, col in (("lat", lat), ("lon", lon), ("user", user), ("time", time)):
+        if col is None:
+            continue
+        if col not in index:
             raise _missing_column_error(str(p), col, have)
-    return src, fmt
+        if _nested_type(types[index[col]]):
+            raise DataError(f"holds nested values of type {types[index[col]]} (lists or "
+                            f"structs), expected one value per cell", path=str(p), column=col)
+        picks.append(f"{sql.ident(_internal(index[col]))} AS {SOURCE_NAMES[role]}")
+    positional = ", ".join(sql.ident(_internal(i)) for i in range(len(have)))
+    return f"(SELECT {', '.join(picks)} FROM {raw} AS __src({positional}))", fmt
 
 
 def _points_view(grid: MapGrid, *, src: str, lat: str, lon: str, user: str | None,
@@ -340,11 +363,14 @@ def _grid_counts(path, grid, *, lat, lon, user, time, protects, m, start, end, f
             src, fmt = point_source(con, path, lat=lat, lon=lon, user=user, time=time,
                                     format=format, delimiter=delimiter, csv_header=csv_header)
             desc = str(path)
+            inner = {r: SOURCE_NAMES[r] if c is not None else None
+                     for r, c in (("lat", lat), ("lon", lon), ("user", user), ("time", time))}
         else:
             src, fmt, desc = source_sql, "files", str(path)
-        view = _points_view(grid, src=src, lat=lat, lon=lon,
-                            user=user if protects == "user" else None,
-                            time=time, start=start, end=end, salt=salt)
+            inner = {"lat": lat, "lon": lon, "user": user, "time": time}
+        view = _points_view(grid, src=src, lat=inner["lat"], lon=inner["lon"],
+                            user=inner["user"] if protects == "user" else None,
+                            time=inner["time"], start=start, end=end, salt=salt)
         try:
             need: dict[str, int] = {}
             if m is not None:
@@ -413,8 +439,8 @@ def data_extent(path, *, lat: str = "lat", lon: str = "lon", format: str | None 
     try:
         src, _ = point_source(con, path, lat=lat, lon=lon, user=None, time=None,
                               format=format, delimiter=delimiter, csv_header=csv_header)
-        la = f"TRY_CAST({sql.ident(lat)} AS DOUBLE)"
-        lo = f"TRY_CAST({sql.ident(lon)} AS DOUBLE)"
+        la = f"TRY_CAST({sql.ident(SOURCE_NAMES['lat'])} AS DOUBLE)"
+        lo = f"TRY_CAST({sql.ident(SOURCE_NAMES['lon'])} AS DOUBLE)"
         ok = (f"{la} BETWEEN -90 AND 90 AND {lo} BETWEEN -180 AND 180")
         s, w, n, e = con.sql(f"SELECT min({la}), min({lo}), max({la}), max({lo}) FROM {src} "
                              f"WHERE {ok}").fetchall()[0]

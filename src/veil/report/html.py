@@ -123,18 +123,25 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
     A failure never leaves a partial file at ``path``.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".veil-tmp-", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".veil-tmp-", dir=path.parent)
+    except OSError as exc:  # a read-only or full folder: name the file, not a temp
+        if exc.errno is None or not exc.strerror:
+            raise
+        raise OSError(exc.errno, f"cannot write {str(path)!r}: {exc.strerror}") from None
     try:
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and exc.errno is not None and exc.strerror:
+            raise OSError(exc.errno, f"cannot write {str(path)!r}: {exc.strerror}") from None
         raise
     return path
 
@@ -481,23 +488,95 @@ def _load_json(path: Path) -> Any:
         raise DataError("not a UTF-8 text file", path=str(path)) from None
 
 
+_SECTION_NAME = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _inside(run: Path, p: Path, what: str) -> Path:
+    """``p`` if it resolves inside ``run`` (symlinks followed); else a DataError.
+
+    A run folder may have been copied from elsewhere: its ``meta.json`` and its section
+    files are data, and a name such as ``../../secret`` or a symlink to ``/etc/passwd``
+    must not make ``veil report`` read (and embed in the report) a file outside the folder.
+    """
+    real = p.resolve()
+    if real != run and run not in real.parents:
+        how = "is a symbolic link that leads" if p.is_symlink() else "resolves to"
+        raise DataError(f"{what} {how} outside the run folder ({str(real)!r}); refusing to "
+                        f"read it", path=str(p))
+    return real
+
+
+def _check_table(t: Any, where: str, path: Path) -> None:
+    if not t:  # an empty or missing table is shown as nothing
+        return
+    if not isinstance(t, dict):
+        raise DataError(f"{where} must be a table object (columns, rows), got "
+                        f"{type(t).__name__}; rerun the job that wrote it", path=str(path))
+    for key in ("columns", "rows"):
+        if t.get(key) and not isinstance(t[key], list):
+            raise DataError(f"{where}.{key} must be a list, got {type(t[key]).__name__}; "
+                            f"rerun the job that wrote it", path=str(path))
+
+
+def _check_section(d: dict, path: Path) -> None:
+    """The types the renderer relies on (a damaged or hand-edited file fails by name)."""
+    def need(ok: bool, field: str, what: str) -> None:
+        if not ok:
+            raise DataError(f"{field} must be {what}; rerun the job that wrote it",
+                            path=str(path))
+
+    for key in ("parameters", "results"):
+        need(not d.get(key) or isinstance(d[key], dict), key, "an object")
+    for key in ("figures", "tables", "warnings"):
+        need(not d.get(key) or isinstance(d[key], list), key, "a list")
+    for i, f in enumerate(d.get("figures") or []):
+        need(isinstance(f, dict), f"figures[{i}]", "an object")
+        png = f.get("png_base64")
+        need(png is None or isinstance(png, str), f"figures[{i}].png_base64", "text")
+        _check_table(f.get("data"), f"figures[{i}].data", path)
+    for i, t in enumerate(d.get("tables") or []):
+        _check_table(t, f"tables[{i}]", path)
+
+
 def load_run(run_dir: str | os.PathLike) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Read the sections and run information saved in ``run_dir``.
 
     The order comes from ``meta.json`` when present (as written by
-    ``veil demo``), else from the file names in ``sections/``.
+    ``veil demo``), else from the file names in ``sections/``. Only files inside the
+    run folder are read: a section name must be a plain name (letters, digits, ``-`` and
+    ``_``), and a symbolic link that leads out of the folder is refused.
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib
+    >>> run = pathlib.Path(tempfile.mkdtemp())
+    >>> (run / "sections").mkdir()
+    >>> _ = (run / "sections" / "x.json").write_text(json.dumps({"id": "x", "title": "X"}))
+    >>> _ = (run / "meta.json").write_text(json.dumps({"sections": ["../../etc/passwd"]}))
+    >>> load_run(run)
+    Traceback (most recent call last):
+    ...
+    veil.errors.DataError: file .../meta.json: section name '../../etc/passwd' is not a plain name (letters, digits, - and _ only); rerun the job that wrote the folder
     """
     run = Path(run_dir)
     if not run.is_dir():
         raise DataError("not a folder; give the folder a `veil demo` (or bench) run wrote",
                         path=str(run))
+    run = run.resolve()
     meta_path = run / "meta.json"
-    meta = _load_json(meta_path) if meta_path.is_file() else {}
+    meta = {}
+    if meta_path.is_file():
+        meta = _load_json(_inside(run, meta_path, "meta.json"))
     if not isinstance(meta, dict):
         raise DataError("expected a JSON object", path=str(meta_path))
     sec_dir = run / "sections"
     if isinstance(meta.get("sections"), list) and meta["sections"]:
-        names = [str(e["id"] if isinstance(e, dict) else e) for e in meta["sections"]]
+        names = [e.get("id") if isinstance(e, dict) else e for e in meta["sections"]]
+        for n in names:
+            if not isinstance(n, str) or not _SECTION_NAME.fullmatch(n):
+                raise DataError(f"section name {n!r} is not a plain name (letters, digits, "
+                                f"- and _ only); rerun the job that wrote the folder",
+                                path=str(meta_path))
         paths = [sec_dir / f"{n}.json" for n in names]
     else:
         paths = sorted(sec_dir.glob("*.json")) if sec_dir.is_dir() else []
@@ -507,10 +586,13 @@ def load_run(run_dir: str | os.PathLike) -> tuple[list[dict[str, Any]], dict[str
     sections = []
     for p in paths:
         if not p.is_file():
+            if p.is_symlink():
+                _inside(run, p, "the section file")
             raise DataError("section file listed in meta.json is missing", path=str(p))
-        d = _load_json(p)
+        d = _load_json(_inside(run, p, "the section file"))
         if not isinstance(d, dict) or "id" not in d or "title" not in d:
             raise DataError("not a report section (needs at least 'id' and 'title')", path=str(p))
+        _check_section(d, p)
         sections.append(d)
     return sections, meta
 

@@ -193,7 +193,7 @@ class TemporalGrid:
                 "no point is inside the grid, but some are with latitude and longitude "
                 "swapped: veil takes (lat, lon) everywhere since 0.3 (cell_of(lat, lon); "
                 "--grid LAT_MIN,LON_MIN,LAT_MAX,LON_MAX,NX,NY, latitude first)")
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):  # NaN and 1e308 -> outside
             col = np.floor((lon - self.lon_min) / (self.lon_max - self.lon_min) * self.nx)
             row = np.floor((lat - self.lat_min) / (self.lat_max - self.lat_min) * self.ny)
         col = np.clip(np.nan_to_num(col), 0, self.nx - 1).astype(np.int64)

@@ -248,13 +248,17 @@ class MarkovModel:
         """Save to ``.npz`` (CSR arrays + the grid and provenance as JSON), atomically."""
         path = Path(path)
         tmp = path.with_name(f".veil-tmp-{path.name}")
-        with open(tmp, "wb") as fh:
-            np.savez_compressed(fh, data=self.matrix.data, indices=self.matrix.indices,
-                                indptr=self.matrix.indptr,
-                                grid=np.array(json.dumps(self.grid.to_dict())),
-                                meta=np.array(json.dumps(self.meta)),
-                                format=np.array("veil.markov.v1"))
-        tmp.replace(path)
+        try:
+            with open(tmp, "wb") as fh:
+                np.savez_compressed(fh, data=self.matrix.data, indices=self.matrix.indices,
+                                    indptr=self.matrix.indptr,
+                                    grid=np.array(json.dumps(self.grid.to_dict())),
+                                    meta=np.array(json.dumps(self.meta)),
+                                    format=np.array("veil.markov.v1"))
+            tmp.replace(path)
+        except BaseException:  # a full disk or an interrupt leaves no temporary file
+            tmp.unlink(missing_ok=True)
+            raise
         return path
 
     @classmethod

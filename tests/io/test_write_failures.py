@@ -1,0 +1,255 @@
+"""Exit codes of failed writes and interrupts (issue 20, defect 10 outside the engine).
+
+Every non-batch command that writes a file, run against a full disk (the file-size limit
+``RLIMIT_FSIZE``, which every Linux process can lower for itself, makes ``write`` fail with
+EFBIG exactly where a full disk fails with ENOSPC; a real small tmpfs when the tests run as
+root, in the slow suite) and against a read-only folder: exit 2, ONE line ``veil: error:``
+naming the output or saying what failed, no "internal error", and the folder exactly as it
+was (no partial output, no temporary file). SIGINT while a command reads or writes: exit
+130, ``veil: interrupted``, nothing left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TESTS))
+
+from cli_cases import CASES, PLAIN_COL, PLAIN_STEM, listing, run_veil  # noqa: E402
+
+
+def _data_synth(d, col, stem):
+    return ["data", "synth", "census", "--rows", "400", "--seed", "1", "-o", "out.csv"], \
+        ["out.csv"]
+
+
+def _report(d, col, stem):
+    from veil.report.core import Section
+    from veil.report.html import save_report
+
+    save_report(d / "run", [Section("alpha", "Alpha", "x " * 2000)], title="t")
+    (d / "run" / "index.html").unlink()
+    return ["report", "run"], ["run/index.html"]
+
+
+WRITERS = [(c.id, c.build) for c in CASES if not c.stdout] + [
+    ("data-synth", _data_synth), ("report", _report)]
+
+
+@contextlib.contextmanager
+def file_size_limit(nbytes: int):
+    """Lower this process's file-size limit: writes beyond ``nbytes`` fail (EFBIG)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    old = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (nbytes, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, old)
+
+
+def _assert_failed_cleanly(res, before, after, argv):
+    assert "internal error" not in res.err and "Traceback" not in res.err, (argv, res.err)
+    lines = res.err.strip().splitlines()
+    assert res.code == 2, (argv, res.code, res.err)
+    assert len(lines) == 1 and lines[0].startswith("veil: error: "), (argv, res.err)
+    assert after == before, (argv, sorted(set(after) ^ set(before)))
+
+
+def _grow_input(d: Path, argv: list[str]) -> None:
+    """Make the input big enough that every output exceeds the limit (rows repeated)."""
+    for a in argv:
+        p = d / a
+        if p.suffix == ".csv" and p.is_file() and p.name != "train.csv":
+            lines = p.read_text(encoding="utf-8").splitlines(keepends=True)
+            if len(lines) < 2 or argv[0] == "trajectory":  # times must increase: keep it
+                continue
+            if argv[0] == "visits":  # one output row per (user, category): more users
+                body = "".join(f"{i}" + line for i in range(60) for line in lines[1:])
+            else:
+                body = "".join(lines[1:]) * 60
+            p.write_text(lines[0] + body, encoding="utf-8")
+
+
+@pytest.mark.parametrize("writer", WRITERS, ids=[w[0] for w in WRITERS])
+def test_full_disk_exits_2_and_leaves_nothing(writer, tmp_path):
+    wid, build = writer
+    argv, outputs = build(tmp_path, PLAIN_COL, PLAIN_STEM)
+    _grow_input(tmp_path, argv)
+    before = listing(tmp_path)
+    limit = 300 if wid == "table-risk" else 600  # its JSON does not grow with the rows
+    with file_size_limit(limit):
+        res = run_veil(argv, tmp_path)
+    after = listing(tmp_path)
+    if res.code == 0:  # an output smaller than the limit: the check would prove nothing
+        sizes = {o: (tmp_path / o).stat().st_size for o in outputs}
+        pytest.fail(f"{wid}: every output fitted in {limit} bytes ({sizes}); grow the input")
+    _assert_failed_cleanly(res, before, after, argv)
+    assert "File too large" in res.err and any(Path(o).name in res.err for o in outputs), \
+        res.err
+
+
+@contextlib.contextmanager
+def read_only(folder: Path):
+    """Make ``folder`` read-only for this process: a read-only mount as root, else chmod."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        try:
+            yield
+        finally:
+            folder.chmod(0o755)
+        return
+    rc = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(folder)],
+                        capture_output=True).returncode
+    if rc != 0:
+        pytest.skip("running as root without permission to mount a read-only folder")
+    try:
+        yield
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+@pytest.mark.parametrize("writer", WRITERS, ids=[w[0] for w in WRITERS])
+def test_read_only_output_folder_exits_2(writer, tmp_path):
+    wid, build = writer
+    argv, outputs = build(tmp_path, PLAIN_COL, PLAIN_STEM)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    if wid == "report":
+        target = ["report", "ro"]
+    else:
+        i = argv.index("-o")
+        target = argv[:i + 1] + ["ro/" + argv[i + 1]] + argv[i + 2:]
+    with read_only(ro):
+        before = listing(tmp_path)
+        res = run_veil(target, tmp_path)
+        after = listing(tmp_path)
+    _assert_failed_cleanly(res, before, after, target)
+    if wid != "report":
+        assert "ro" in res.err
+
+
+# ----------------------------------------------------------------------------- SIGINT
+
+def _big_counts(d: Path, rows: int = 1_500_000) -> Path:
+    import duckdb
+
+    p = d / "big.csv"
+    con = duckdb.connect()
+    con.execute(f"COPY (SELECT 'b' || i AS bin, i % 97 AS count FROM range({rows}) t(i)) "
+                f"TO '{p}' (FORMAT csv, HEADER true)")
+    con.close()
+    return p
+
+
+def _same_veil_env() -> dict:
+    """Environment in which ``python -m veil`` imports the veil these tests import."""
+    import veil
+
+    src = str(Path(veil.__file__).resolve().parents[1])
+    return {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+def _wait_for(pred, proc, timeout=60.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            return False
+        if pred():
+            return True
+        time.sleep(0.005)
+    return False
+
+
+def _opened(pid: int, path: Path) -> bool:
+    try:
+        return any(os.readlink(f"/proc/{pid}/fd/{fd}") == str(path)
+                   for fd in os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("when", ["reading", "writing"])
+def test_sigint_exits_130_and_leaves_nothing(tmp_path, when):
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("needs /proc to see when the command reads its input")
+    big = _big_counts(tmp_path)
+    before = listing(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "veil", "noise", "counts", str(big), "-c",
+                             "count", "-e", "1", "-o", str(tmp_path / "out.csv")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=_same_veil_env())
+    if when == "reading":
+        seen = _wait_for(lambda: _opened(proc.pid, big), proc)
+    else:
+        seen = _wait_for(lambda: any(".veil-tmp" in n for n in os.listdir(tmp_path)), proc)
+    assert seen, f"the command finished before it could be interrupted ({proc.poll()})"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert err.strip().splitlines()[-1:] == ["veil: interrupted"], err
+    assert listing(tmp_path) == before
+
+
+def test_duckdb_interrupt_is_an_interrupt(tmp_path, monkeypatch):
+    """DuckDB turns SIGINT into ``InterruptException``: that is exit 130, not a data error."""
+    import duckdb
+
+    import veil.io.read as read
+
+    (tmp_path / "h.csv").write_text("count\n1\n")
+
+    class Interrupting:
+        def __init__(self, con):
+            self._con = con
+
+        def sql(self, query, *a, **k):
+            raise duckdb.InterruptException("INTERRUPT Error: Interrupted!")
+
+        def __getattr__(self, name):
+            return getattr(self._con, name)
+
+    real = read._connect
+    monkeypatch.setattr(read, "_connect", lambda: Interrupting(real()))
+    res = run_veil(["noise", "counts", "h.csv", "-c", "count", "-e", "1", "-o", "o.csv"],
+                   tmp_path)
+    assert res.code == 130 and res.err.strip() == "veil: interrupted", res.err
+    assert listing(tmp_path) == ["h.csv"]
+
+
+# ----------------------------------------------------------------------------- real disk
+
+@pytest.mark.slow
+@pytest.mark.parametrize("writer", WRITERS, ids=[w[0] for w in WRITERS])
+def test_full_tmpfs_exits_2(writer, tmp_path):
+    """The same as the file-size limit, on a real full file system (root only)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    wid, build = writer
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        argv, outputs = build(mnt, PLAIN_COL, PLAIN_STEM)
+        _grow_input(mnt, argv)
+        with contextlib.suppress(OSError):  # fill what is left of the disk
+            with open(mnt / "filler", "wb") as fh:
+                fh.write(b"x" * (1 << 20))
+        before = listing(mnt)
+        res = run_veil(argv, mnt)
+        _assert_failed_cleanly(res, before, listing(mnt), argv)
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
