@@ -30,6 +30,7 @@ CAPABILITIES: list[tuple[str, str, str]] = [
     ("batch", "veil.cli.batch", "Per-user batch jobs at scale (local or Dask)."),
     ("data", "veil.cli.data", "Synthetic data sets to try veil on."),
     ("noise", "veil.cli.noise", "Generic noise on a column of a file (geometric counts)."),
+    ("budget", "veil.cli.budget", "The privacy ledger: declared totals and what was spent."),
 ]
 
 app = typer.Typer(name="veil", no_args_is_help=True, add_completion=False,
@@ -37,7 +38,7 @@ app = typer.Typer(name="veil", no_args_is_help=True, add_completion=False,
 bench_app = typer.Typer(no_args_is_help=True,
                         help="Run a capability's experiment on real data against its baselines.")
 
-_STATE = {"debug": False}
+_STATE: dict = {"debug": False, "argv": None}
 
 
 def _version_cb(value: bool) -> None:
@@ -97,6 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     1 an internal error (a bug: rerun with ``--debug``); 130 interrupted.
     """
     args = sys.argv[1:] if argv is None else list(argv)
+    _STATE["argv"] = args
     debug = "--debug" in args
     cx = _click_exceptions()
     try:

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from .common import EPSILON, SEED
+from .common import EPSILON, FORCE, LEDGER, SEED, SPEND_AGAIN, writes_files
 
 app = typer.Typer(no_args_is_help=True, help="Release locations under temporal correlations.")
 
@@ -56,6 +56,7 @@ def _sequences(inputs, grid, time_column, user_column):
 
 
 @app.command("model")
+@writes_files("inputs")
 def model_cmd(
     inputs: List[Path] = typer.Argument(..., help="GeoLife .plt files or folders (searched "
                                         "recursively), or CSV/Parquet files with user,t,lat,"
@@ -76,6 +77,7 @@ def model_cmd(
     time_column: Optional[str] = typer.Option(None, "--time-column", help=TIME_HELP),
     user_column: str = typer.Option("user", "--user-column",
                                     help="User column (one sequence per user)."),
+    force: bool = FORCE,
 ) -> None:
     """Learn a first-order Markov model (consecutive fixes' cell transitions, per user).
 
@@ -97,7 +99,10 @@ def model_cmd(
     if m.meta["n_transitions"] == 0:
         raise DataError(f"no transition inside the grid: {n_inside} of {n_points} points fall "
                         f"in it but no two consecutive fixes of one user do")
-    m.save(output)
+    from ..io import atomic_path
+
+    with atomic_path(output) as tmp:  # never over an input or through a link; --force
+        m.save(tmp)
     typer.echo(f"model: {g.nx}x{g.ny} grid, {len(seqs)} sequences, "
                f"{int(m.meta['n_transitions'])} transitions ({n_inside} of {n_points} points "
                f"in the grid), {m.meta['n_unseen_cells']} cells never left"
@@ -116,6 +121,7 @@ def _parse_latlon(text: str, option: str):
 
 
 @app.command("release")
+@writes_files("input", "model")
 def release_cmd(
     input: Path = typer.Argument(..., help="A CSV/Parquet with [user,]t,lat,lon (time-sorted "
                                  "per user) or a GeoLife .plt file."),
@@ -149,6 +155,9 @@ def release_cmd(
                                     help="User column: each user's trajectory is released "
                                          "separately (epsilon per timestamp per user)."),
     seed: Optional[int] = SEED,
+    force: bool = FORCE,
+    spend_again: bool = SPEND_AGAIN,
+    ledger: Optional[Path] = LEDGER,
 ) -> None:
     """Release one noisy location per fix: epsilon-DP per timestamp within the delta-set."""
     import numpy as np
@@ -200,6 +209,15 @@ def release_cmd(
     cells[keep] = cells_kept
     groups = [(u, rows[keep[rows]]) for u, rows in split_users(track)]
     groups = [(u, rows) for u, rows in groups if rows.size]
+    from ..identity import identity_of_table
+    from ..ledger import charge
+
+    # a trajectory is one person's: T released timestamps at epsilon each, T of the longest
+    charge(input, amount=epsilon * max((rows.size for _, rows in groups), default=0),
+           unit="user", outputs=[output, output.with_name(output.name + ".meta.json")],
+           identity=identity_of_table({"user": np.asarray(track.user).astype(str),
+                                       "time": track.t, "lat": track.lat, "lon": track.lon},
+                                      label=str(input)))
     root = make_rng(seed=seed) if seed is not None else make_rng()
     streams = spawn(root, len(groups))
     n = int(keep.sum())
@@ -242,13 +260,12 @@ def release_cmd(
                      "n_dropped_invalid": dropped}
     meta["seeded"] = seed is not None
     sidecar_path = output.with_name(output.name + ".meta.json")
-    write_atomic(output, released_table(out_t, out_ll, out_size, fmt,
-                                        user=out_user if has_users else None))
-    try:
-        write_atomic(sidecar_path, sidecar(to_jsonable(meta)))
-    except BaseException:
-        output.unlink(missing_ok=True)     # no data file without its sidecar
-        raise
+    from ..io import atomic_paths
+
+    with atomic_paths(output, sidecar_path) as (tmp_data, tmp_meta):  # both or neither
+        write_atomic(tmp_data, released_table(out_t, out_ll, out_size, fmt,
+                                              user=out_user if has_users else None))
+        write_atomic(tmp_meta, sidecar(to_jsonable(meta)))
     typer.echo(f"released {n} points of {len(groups)} user(s) with {mechanism} "
                f"(epsilon={epsilon} per step, delta={delta}"
                + (", optimally remapped" if remap else "") + f") -> {output} and "
@@ -256,6 +273,7 @@ def release_cmd(
 
 
 @app.command("risk")
+@writes_files("original", "released")
 def risk_cmd(
     original: Path = typer.Argument(..., help="The true trajectories (user,t,lat,lon): where "
                                     "the adversary's background knowledge comes from."),
@@ -277,6 +295,7 @@ def risk_cmd(
                                           help="Also write the JSON result (atomically)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the attack's random "
                                        "choices (reproducible assessment; no privacy role)."),
+    force: bool = FORCE,
 ) -> None:
     """Re-identification risk of a trajectory set before and after release.
 
