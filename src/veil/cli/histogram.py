@@ -243,6 +243,7 @@ def evaluate_cmd(
                            "records": int(tru.sum()), "bins": int(tru.size)}, indent=2))
 
 
+@writes_files()
 def bench(
     speed: bool = typer.Option(False, "--speed", help="Speed of every method at n = 4096."),
     hdmm: bool = typer.Option(False, "--hdmm", help="HDMM's exact expected error vs HB, "
@@ -259,10 +260,16 @@ def bench(
                                "2 eps, 2 scales, few repeats."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write rows as JSON "
                                           "(and the error-vs-scale plot next to it as .png)."),
+    force: bool = FORCE,
 ) -> None:
     """DP histograms: speed, HDMM's closed form and the DPBench table (real data in ../shared)."""
     from ..histograms.bench import run
 
+    if output is not None:  # refuse a bad output before minutes of benchmarking
+        from ..io import check_output_target
+
+        for target in (output, Path(output).with_suffix(".png")):
+            check_output_target(target)  # an input, a link or (without --force) an existing file
     names = None if datasets is None else [d.strip() for d in datasets.split(",") if d.strip()]
     run(speed=speed, hdmm=hdmm, accuracy=accuracy, fit_auto=fit_auto, trials=trials, n=n,
         datasets=names, quick=quick, output=output, log=typer.echo)
