@@ -94,14 +94,14 @@ def bound_contributions(table: pa.Table, *, user: str, max_records: int,
     pyarrow.Table
         The kept rows (same columns, order unspecified).
     """
-    from .io.read import _connect
+    from .identity import shared_connection
 
     cols = list(columns) if columns is not None else list(table.column_names)
-    con = _connect()
-    try:
+    q = bounded_sql("__veil_bound", user=user, columns=cols, max_records=max_records,
+                    key=bounding_key(rng))
+    with shared_connection() as con:
         con.register("__veil_bound", table)
-        q = bounded_sql("__veil_bound", user=user, columns=cols, max_records=max_records,
-                        key=bounding_key(rng))
-        return con.sql(q).to_arrow_table()
-    finally:
-        con.close()
+        try:
+            return con.sql(q).to_arrow_table()
+        finally:
+            con.unregister("__veil_bound")

@@ -37,8 +37,10 @@ are stored only in the private ledger, never published.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,6 +106,25 @@ class DatasetIdentity:
         """Fingerprints of the named (default: all) non-constant columns."""
         cols = self.columns if names is None else [self.column(n) for n in names]
         return [c.fingerprint for c in cols if not c.constant]
+
+
+_LOCAL = threading.local()
+
+
+@contextlib.contextmanager
+def shared_connection():
+    """A DuckDB connection reused by this process and thread (opening one costs 50-100 ms).
+
+    Configured like :func:`veil.io.read._connect`. Relations registered on it must be
+    unregistered by the caller; a forked child opens its own.
+    """
+    from .io.read import _connect
+
+    con = getattr(_LOCAL, "con", None)
+    if con is None or getattr(_LOCAL, "pid", None) != os.getpid():
+        con = _connect()
+        _LOCAL.con, _LOCAL.pid = con, os.getpid()
+    yield con
 
 
 def _norm(col: str) -> str:
@@ -178,20 +199,17 @@ def identity_of_file(path: str | os.PathLike, *, format: str | None = None,
     >>> identity_of_file(d / "a.csv").id
     '85a84290d1da2bf5d0203b184cae9f8d'
     """
-    from .io.read import _check_file, _connect, _source_sql, detect_format
+    from .io.read import _check_file, _source_sql, detect_format
 
     p = Path(os.fspath(path))
     fmt = detect_format(p, format)
     if delimiter is None:
         delimiter = "\t" if p.suffix.lower() in (".tsv", ".tab") else ","
     _check_file(p)
-    con = _connect()
-    try:
+    with shared_connection() as con:
         src = _source_sql(p, fmt, delimiter=delimiter, header=header, names=names,
                           all_varchar=True)
         return _identity_sql(con, src, str(p))
-    finally:
-        con.close()
 
 
 def identity_of_files(paths: list[str | os.PathLike]) -> DatasetIdentity:
@@ -201,8 +219,6 @@ def identity_of_files(paths: list[str | os.PathLike]) -> DatasetIdentity:
     dialect detection, as the batch engine reads them. One file gives the same identity as
     :func:`identity_of_file` when its delimiter is the default.
     """
-    from .io.read import _connect
-
     files = [os.fspath(p) for p in paths]
     if not files:
         raise ParameterError("no input files")
@@ -217,11 +233,8 @@ def identity_of_files(paths: list[str | os.PathLike]) -> DatasetIdentity:
     else:
         raise DataError(f"cannot mix or read input kinds {sorted(kinds)}; use CSV, Parquet or "
                         "JSON", path=files[0])
-    con = _connect()
-    try:
+    with shared_connection() as con:
         return _identity_sql(con, src, files[0])
-    finally:
-        con.close()
 
 
 def identity_of_table(table: Any, *, label: str = "table") -> DatasetIdentity:
@@ -237,13 +250,12 @@ def identity_of_table(table: Any, *, label: str = "table") -> DatasetIdentity:
     >>> a.id == b.id, a.rows
     (True, 2)
     """
-    from .io.read import _connect
     from .io.write import to_arrow
 
     arrow = to_arrow(table)
-    con = _connect()
-    try:
+    with shared_connection() as con:
         con.register("__veil_identity", arrow)
-        return _identity_sql(con, "__veil_identity", label)
-    finally:
-        con.close()
+        try:
+            return _identity_sql(con, "__veil_identity", label)
+        finally:
+            con.unregister("__veil_identity")

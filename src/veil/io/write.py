@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from ..errors import ParameterError
 from ..release import Release, to_jsonable
-from .read import FORMATS, _connect, detect_format
+from .read import FORMATS, detect_format
 from . import sql
 
 __all__ = [
@@ -354,8 +354,9 @@ def _copy(arrow: pa.Table, tmp: Path, fmt: str, final: Path) -> None:
     """Write ``arrow`` to ``tmp`` with DuckDB's COPY (errors name the final output)."""
     import duckdb
 
-    con = _connect()
-    try:
+    from ..identity import shared_connection
+
+    with shared_connection() as con:  # opening a connection costs more than a small COPY
         con.register("__out", arrow)
         target = sql.path(tmp)
         try:
@@ -363,8 +364,8 @@ def _copy(arrow: pa.Table, tmp: Path, fmt: str, final: Path) -> None:
         except duckdb.Error as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise OSError(f"cannot write {str(final)!r} as {fmt}: {first}") from None
-    finally:
-        con.close()
+        finally:
+            con.unregister("__out")
 
 
 def write_table(table: Any, path: str | os.PathLike, *, format: str | None = None) -> Path:
