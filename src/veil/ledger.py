@@ -292,7 +292,7 @@ class Ledger:
             args += all_fp
         rows = self._con.execute(
             f"SELECT DISTINCT a.dataset FROM aliases a JOIN datasets d ON d.id = a.dataset "
-            f"WHERE {' OR '.join(q)} ORDER BY d.created, d.id", args).fetchall()
+            f"WHERE {' OR '.join(q)} ORDER BY d.rowid", args).fetchall()
         return [r[0] for r in rows]
 
     def _link_note(self, ident: DatasetIdentity, dataset: str, read: Sequence[str] | None) -> str:
@@ -474,7 +474,7 @@ class Ledger:
                 free_repeat = False
             prior = c.execute("SELECT state, amount, command, created FROM entries WHERE "
                               "dataset = ? AND budget = ? AND state IN ('reserved', 'committed') "
-                              "ORDER BY created", (dataset, budget)).fetchall()
+                              "ORDER BY rowid", (dataset, budget)).fetchall()
             spent = math.fsum(r["amount"] for r in prior if r["state"] == "committed")
             held = math.fsum(r["amount"] for r in prior if r["state"] == "reserved")
             col = "total" if budget == "epsilon" else "total_per_metre"
@@ -571,7 +571,7 @@ class Ledger:
             raise ParameterError(f"no dataset {dataset!r} in ledger {self.path}")
         entries = [dict(r) for r in self._con.execute(
             "SELECT id, state, budget, amount, unit, command, input, outputs, created, settled "
-            "FROM entries WHERE dataset = ? ORDER BY created, id", (dataset,))]
+            "FROM entries WHERE dataset = ? ORDER BY rowid", (dataset,))]
         for e in entries:
             e["outputs"] = json.loads(e["outputs"] or "[]")
         spent = {b: math.fsum(e["amount"] for e in entries
@@ -582,16 +582,16 @@ class Ledger:
                      and e["state"] in ("reserved", "committed")} for b in BUDGETS}
         names = [r[0] for r in self._con.execute(
             "SELECT DISTINCT name FROM aliases WHERE dataset = ? AND kind = 'table' "
-            "ORDER BY first_seen", (dataset,))]
+            "ORDER BY rowid", (dataset,))]
         return DatasetSummary(d["id"], d["label"], {"epsilon": d["total"],
                               "epsilon_per_metre": d["total_per_metre"]},
                               spent, reserved, units, names, entries)
 
     def datasets(self) -> list[str]:
-        return [r[0] for r in self._con.execute("SELECT id FROM datasets ORDER BY created, id")]
+        return [r[0] for r in self._con.execute("SELECT id FROM datasets ORDER BY rowid")]
 
     def events(self, dataset: str | None = None) -> list[dict[str, Any]]:
-        q = "SELECT * FROM events" + (" WHERE dataset = ?" if dataset else "") + " ORDER BY time"
+        q = "SELECT * FROM events" + (" WHERE dataset = ?" if dataset else "") + " ORDER BY rowid"
         return [dict(r) for r in self._con.execute(q, (dataset,) if dataset else ())]
 
     def lookup(self, key: str) -> str:
