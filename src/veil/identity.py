@@ -155,13 +155,18 @@ def _identity_sql(con, source: str, what: str) -> DatasetIdentity:
     aggs = ", ".join(
         f"sum(n * md5_number_lower({_norm(f'r{i}')})) FILTER (WHERE gid = {gid[i]}), "
         f"count(*) FILTER (WHERE gid = {gid[i]})" for i in range(k))
+    # one scan: the row count is the sum of the group sizes of any one column
     query = (f"WITH raw AS (SELECT {raw} FROM {source}), "
              f"g AS (SELECT {names}, GROUPING_ID({names}) AS gid, count(*) AS n FROM raw "
              f"GROUP BY GROUPING SETS ({sets})) "
-             f"SELECT {aggs} FROM g")
+             f"SELECT {aggs}, sum(n) FILTER (WHERE gid = {gid[0] if k else 0}) FROM g")
     try:
-        rows = int(con.sql(f"SELECT count(*) FROM {source}").fetchall()[0][0])
-        got = con.sql(query).fetchall()[0] if k else ()
+        if k:
+            got = con.sql(query).fetchall()[0]
+            rows = int(got[-1] or 0)
+        else:
+            rows = int(con.sql(f"SELECT count(*) FROM {source}").fetchall()[0][0])
+            got = ()
     except duckdb.Error as exc:
         raise DataError(f"cannot read it to compute its identity: {' '.join(str(exc).split())}",
                         path=what) from None

@@ -232,7 +232,7 @@ def test_concurrent_releases_never_overspend(tmp_path):
     path = tmp_path / "ledger.sqlite"
     with Ledger(path) as led:
         led.set_total(AGES, total=2.5, label="ages")
-    start = time.time() + 3
+    start = time.time() + 1.5  # all four start together, after their imports
     procs = [subprocess.Popen([sys.executable, "-c", _RACE.format(src=SRC, start=start,
                                                                  path=str(path))],
                               stdout=subprocess.PIPE, text=True) for _ in range(4)]

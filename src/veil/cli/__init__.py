@@ -76,6 +76,18 @@ from . import demo as _demo  # noqa: E402  (registers `veil demo` and `veil repo
 _register()
 
 
+_COMMAND: list = []
+
+
+def _command():
+    """The click command of ``app``, built once per process (typer rebuilds it on every call,
+    which costs about 0.1 s: in-process callers such as the tests and the file-level audits
+    run thousands of commands)."""
+    if not _COMMAND:
+        _COMMAND.append(typer.main.get_command(app))
+    return _COMMAND[0]
+
+
 def _click_exceptions():
     """Click's exception module (typer >= 0.2x vendors click as ``typer._click``)."""
     try:
@@ -102,7 +114,7 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in args
     cx = _click_exceptions()
     try:
-        rv = app(args=args, prog_name="veil", standalone_mode=False)
+        rv = _command().main(args=args, prog_name="veil", standalone_mode=False)
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
     except (typer.Abort, KeyboardInterrupt):
