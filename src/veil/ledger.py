@@ -56,7 +56,7 @@ Examples
 >>> led.reserve(ident, amount=0.5, unit="record", command="again", label="ages")
 Traceback (most recent call last):
 ...
-veil.errors.BudgetExceededError: ages: this dataset already had epsilon 0.5 spent by 1 release (ledger ...); a new release would spend 0.5 more, and no total budget is declared for it: declare one knowingly with `veil budget set ages --total T`, then pass --spend-again
+veil.errors.BudgetExceededError: ages: this dataset already had epsilon 0.5 spent by 1 release; a new release would spend 0.5 more, and no total budget is declared for it: declare one knowingly with `veil budget set ages --total T`, then pass --spend-again
 >>> _ = led.set_total(ident, total=2.0, label="ages")
 >>> led.commit(led.reserve(ident, amount=0.5, unit="record", command="again", label="ages",
 ...                        spend_again=True).id)
@@ -485,13 +485,12 @@ class Ledger:
                         "`veil budget show`)") if held > 0 else ""
             n = len(prior)
             releases = f"{n} release{'s' if n != 1 else ''}"
-            where = f"ledger {self.path}"
             if free_repeat:
                 pass
             elif prior and total is None:
                 raise BudgetExceededError(
                     f"{label}: this dataset already had {words} {_fmt(used)} spent by "
-                    f"{releases}{held_txt} ({where}); a new release would spend "
+                    f"{releases}{held_txt}; a new release would spend "
                     f"{_fmt(amount)} more, and no total budget is declared for it: declare one "
                     f"knowingly with `veil budget set {label} {_TOTAL_OPTION[budget]} T`, then "
                     "pass --spend-again")
@@ -499,7 +498,7 @@ class Ledger:
                 raise BudgetExceededError(
                     f"{label}: this release would spend {words} {_fmt(amount)}, but "
                     f"{_fmt(used)} of the declared total {_fmt(total)} is already spent"
-                    f"{held_txt} ({where}): it would exceed the total by "
+                    f"{held_txt}: it would exceed the total by "
                     f"{_fmt(used + amount - total)}. To allow it, raise the total knowingly: "
                     f"`veil budget set {label} {_TOTAL_OPTION[budget]} {_fmt(used + amount)} "
                     "--raise` (every release about these people adds up)")
@@ -507,7 +506,7 @@ class Ledger:
                 left = max(0.0, total - used)
                 raise BudgetExceededError(
                     f"{label}: this dataset already had {words} {_fmt(used)} spent by "
-                    f"{releases}{held_txt} of its declared total {_fmt(total)} ({where}); a new "
+                    f"{releases}{held_txt} of its declared total {_fmt(total)}; a new "
                     f"release would spend {_fmt(amount)} more ({_fmt(left)} left): pass "
                     "--spend-again to accept that")
             rid = uuid.uuid4().hex[:12]
@@ -580,9 +579,10 @@ class Ledger:
                                  if e["budget"] == b and e["state"] == "reserved") for b in BUDGETS}
         units = {b: {e["unit"] for e in entries if e["budget"] == b
                      and e["state"] in ("reserved", "committed")} for b in BUDGETS}
-        names = [r[0] for r in self._con.execute(
-            "SELECT DISTINCT name FROM aliases WHERE dataset = ? AND kind = 'table' "
-            "ORDER BY rowid", (dataset,))]
+        names = list(dict.fromkeys(
+            [r[0] for r in self._con.execute("SELECT name FROM aliases WHERE dataset = ? AND "
+                                             "kind = 'table' ORDER BY rowid", (dataset,))]
+            + [e["input"] for e in entries]))  # every name the dataset was released under
         return DatasetSummary(d["id"], d["label"], {"epsilon": d["total"],
                               "epsilon_per_metre": d["total_per_metre"]},
                               spent, reserved, units, names, entries)
