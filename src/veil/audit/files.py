@@ -485,7 +485,7 @@ def _track_model(folder: Path) -> None:
     MarkovModel.from_trajectories(walks, grid=g).save(folder / "model.npz")
 
 
-def trajectory_release_spec(*, epsilon: float = 1.0, delta: float = 0.01) -> CommandSpec:
+def trajectory_release_spec(*, epsilon: float = 0.5, delta: float = 0.01) -> CommandSpec:
     """``veil trajectory release`` (PIM): three fixes; neighbours differ in the cell of the
     last one (two adjacent cells, both in every delta-set of a near-uniform prior). One
     draw per run: the released point of the last timestamp, where the claim is epsilon."""
