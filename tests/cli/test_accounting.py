@@ -430,7 +430,7 @@ def test_d5_every_writer_protects_its_input(tmp_path, capsys, argv):
         for i in range(12)))
     before = inp.read_bytes()
     code, _, err = veil(capsys, *[a.format(inp=inp) for a in argv])
-    _refused_and_intact(code, err, inp, before, "never writes over")
+    _refused_and_intact(code, err, inp, before, "input")
 
 
 # ----------------------------------------------------------------------------- defect 6
