@@ -478,3 +478,52 @@ def test_d6_the_limit_is_in_the_one_epsilon_check():
             geometric_mechanism([1, 2], epsilon=bad)
     # the largest allowed epsilon still runs exactly (no overflow in the exact sampler)
     assert geometric_mechanism([5, 7], epsilon=EPSILON_MAX).value.tolist() == [5, 7]
+
+
+# ----------------------------------------------------------------------------- conventions
+def test_every_command_that_writes_a_file_has_force():
+    """--force on every command with an output option; batch commands write a folder with
+    its own rules (a complete job is never overwritten: --resume or a new folder)."""
+    import typer
+
+    from veil.cli import app
+
+    def walk(cmd, path):
+        if hasattr(cmd, "commands"):
+            for name, sub in cmd.commands.items():
+                yield from walk(sub, path + [name])
+        else:
+            yield " ".join(path), cmd
+
+    writers, missing = [], []
+    for name, cmd in walk(typer.main.get_command(app), []):
+        opts = {o for p in cmd.params for o in getattr(p, "opts", [])}
+        if opts & {"-o", "--output", "--plot", "--report"}:
+            writers.append(name)
+            if "--force" not in opts:
+                missing.append(name)
+    assert len(writers) >= 15
+    assert sorted(missing) == ["batch counts", "batch trajectories", "batch visits"]
+
+
+def test_batch_counts_max_records_bounds_every_user(tmp_path, capsys):
+    """A user with 10^4 check-ins contributes at most m; epsilon per user, noise m/epsilon."""
+    g = np.random.default_rng(2)
+    people = np.concatenate([np.repeat(np.arange(20).astype(str), 2), np.full(10_000, "heavy")])
+    cats = np.concatenate([g.choice(["a", "b"], 40), g.choice(["a", "b"], 10_000)])
+    pq.write_table(pa.table({"person": people, "cat": cats}), tmp_path / "c.parquet")
+    base = ["batch", "counts", tmp_path / "c.parquet", "--categories", "a,b", "--user-column",
+            "person", "--category-column", "cat", "--max-records", "3", "--quiet", "--seed", "4"]
+    # epsilon large enough that the noise is exactly 0: the counts are the bounded ones
+    code, out, err = veil(capsys, *base, "-o", tmp_path / "exact", "-e", "1e11")
+    assert code == 0, err
+    import duckdb
+
+    got = dict(duckdb.sql(f"SELECT user, sum(noisy_count) FROM read_parquet("
+                          f"'{tmp_path}/exact/part-*.parquet', union_by_name = true) "
+                          "GROUP BY user").fetchall())
+    assert got["heavy"] == 3 and all(v == 2 for k, v in got.items() if k != "heavy")
+    man = json.loads((tmp_path / "exact" / "manifest.json").read_text())
+    assert man["protects"] == "user" and man["job"]["params"]["max_records"] == 3
+    (ds,) = show(capsys)
+    assert ds["entries"][0]["unit"] == "user"

@@ -7,6 +7,7 @@ import doctest
 
 import pytest
 
+import veil.audit.files
 import veil.bounding
 import veil.histograms.api
 import veil.identity
@@ -15,7 +16,7 @@ import veil.release
 import veil.validation
 
 
-@pytest.mark.parametrize("module", [veil.bounding, veil.histograms.api, veil.identity,
+@pytest.mark.parametrize("module", [veil.audit.files, veil.bounding, veil.histograms.api, veil.identity,
                                     veil.ledger, veil.release, veil.validation],
                          ids=lambda m: m.__name__)
 def test_docstring_examples(module):

@@ -35,9 +35,13 @@ audit must FAIL on them.
 Examples
 --------
 >>> spec = noise_counts_spec(replicas=2000)
->>> result = audit_command(spec, n=2000, seed=1)     # doctest: +SKIP
->>> result.passed, round(result.ratio.eps_lower_bound, 2) <= spec.claimed_epsilon  # doctest: +SKIP
+>>> result = audit_command(spec, n=2000, seed=1)
+>>> result.passed, result.ratio.eps_lower_bound <= spec.claimed_epsilon
 (True, True)
+>>> twin, runner = broken_twin(spec, "data-dependent-sidecar")
+>>> bad = audit_command(twin, n=2000, seed=1, runner=runner)
+>>> bad.passed, bad.differences[0].split(":")[0]
+(False, '/out.csv.meta.json/input_summary/input_sum')
 """
 
 from __future__ import annotations
