@@ -389,7 +389,9 @@ class Ledger:
                "total_per_metre": None if total_per_metre is None
                else check_epsilon(total_per_metre, "--total-per-metre")}
         with self._txn() as c:
-            dataset, _ = self._resolve(c, ident, None, label)
+            # nothing is released here: the file is linked by its identity, or by a column
+            # already released from a known dataset (never by a shared public label column)
+            dataset, _ = self._resolve(c, ident, [], label)
             row = c.execute("SELECT total, total_per_metre FROM datasets WHERE id = ?",
                             (dataset,)).fetchone()
             for col, opt in (("total", "--total"), ("total_per_metre", "--total-per-metre")):
@@ -405,7 +407,7 @@ class Ledger:
                 c.execute("INSERT INTO events VALUES (?, ?, ?)",
                           (_now(), dataset, f"{opt} {_fmt(want)} (was "
                            f"{'undeclared' if old is None else _fmt(old)})"))
-            self._add_aliases(c, ident, dataset, None, label)
+            self._add_aliases(c, ident, dataset, [], label)
         return self.summary(dataset)
 
     # ------------------------------------------------------------------ reserve / commit

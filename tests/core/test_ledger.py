@@ -144,6 +144,12 @@ def test_unreleased_and_constant_columns_do_not_link(led):
     _spend(led, t1, 1.0, label="t1")
     _spend(led, t2, 1.0, label="t2")  # a constant column says nothing about anyone
     assert len(led.datasets()) == 4
+    # declaring a total links by identity or a released column, not by the labels
+    led.set_total(identity_of_table({"bin": ["a", "b", "c"], "count": [7, 7, 1]}), total=1.0,
+                  label="h3")
+    assert len(led.datasets()) == 5
+    led.set_total(identity_of_table({"n": [8, 1, 5]}), total=0.5, label="h1 counts")
+    assert len(led.datasets()) == 5 and led.summary(led.find(hist1)).totals["epsilon"] == 0.5
 
 
 def test_resume_and_repeat_keys(led):
