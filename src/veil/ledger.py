@@ -115,6 +115,16 @@ def state_home() -> Path:
     return base / "veil"
 
 
+def legacy_note() -> str:
+    """A warning when the JSON ledger of veil 0.1 (files, not datasets) is still around."""
+    old = state_home() / "ledger.json"
+    if not old.is_file():
+        return ""
+    return (f"ledger: {old} is the ledger of an older veil; it recorded files, not datasets, "
+            "so its releases are NOT counted here: declare totals that leave room for them "
+            "(`veil budget set DATA --total T`), then move that file away")
+
+
 def default_ledger_path() -> Path:
     """The home ledger, ``state_home() / "ledger.sqlite"``."""
     return state_home() / LEDGER_NAME
@@ -766,4 +776,7 @@ def charge(source: Any, *, amount: float, unit: str, budget: str = "epsilon",
     s.reservations.append((r, path, _snapshot(outputs)))
     if r.note:
         s.notes.append(f"ledger: {label}: {r.note}")
+    legacy = legacy_note()
+    if legacy and legacy not in s.notes:
+        s.notes.append(legacy)
     return r

@@ -174,11 +174,20 @@ def test_resume_and_repeat_keys(led):
     assert led.summary(led.find(AGES)).spent["epsilon"] == 3.0
 
 
-def test_an_old_json_ledger_is_a_clear_error(tmp_path):
+def test_an_old_json_ledger_is_a_clear_error_and_a_loud_note(tmp_path, monkeypatch, capsys):
     old = tmp_path / "ledger.json"
     old.write_text(json.dumps({"abc": [{"epsilon_per_user": 1.0}]}))
     with pytest.raises(DataError, match="not a veil privacy ledger.*JSON"):
         Ledger(old)
+    # the old default location: every release says its spend is not counted
+    from veil.cli import main
+
+    monkeypatch.setenv("VEIL_HOME", str(tmp_path))
+    (tmp_path / "h.csv").write_text("count\n1\n2\n")
+    main(["noise", "counts", str(tmp_path / "h.csv"), "-c", "count", "-e", "1", "-o",
+          str(tmp_path / "n.csv")])
+    err = capsys.readouterr().err
+    assert "older veil" in err and "NOT counted" in err and str(old) in err
 
 
 def test_session_commits_on_success_and_cancels_on_failure(tmp_path, monkeypatch):

@@ -126,9 +126,11 @@ def show_cmd(
 
     Example: veil budget show census.csv
     """
-    from ..ledger import Ledger, ledger_path
+    from ..ledger import Ledger, ledger_path, legacy_note
 
     path = ledger_path(ledger)
+    if legacy_note():
+        typer.echo(legacy_note(), err=True)
     if not path.exists():
         if as_json:
             typer.echo(json.dumps({"ledger": str(path), "datasets": []}, indent=2))

@@ -277,10 +277,16 @@ def reserve_ledger(job: Job, epsilon: float, fingerprint: str, *, unit: str = "r
     from ..identity import identity_of_files
     from ..ledger import Ledger, check_other_ledgers
 
+    from ..ledger import legacy_note
+
     ident = identity_of_files(job.input_files())
     path = ledger_path(job)
     label = str(job.input)
     check_other_ledgers(ident, read, path, label)
+    if legacy_note():
+        import sys
+
+        print(legacy_note(), file=sys.stderr)
     with contextlib.closing(Ledger(path)) as led:
         return led.reserve(ident, amount=epsilon, unit=unit, command=_command(job),
                            label=label, outputs=[str(job.output)], read=read,
