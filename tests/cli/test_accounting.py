@@ -123,7 +123,7 @@ def test_d2_noise_counts_consults_the_ledger(tmp_path, capsys, hist):
 
 
 @pytest.mark.parametrize("disguise", ["copy", "touch", "symlink", "rename", "parquet",
-                                      "shuffled-renamed-columns", "tsv"])
+                                      "shuffled-renamed-columns", "tsv", "moved-output"])
 def test_d2_a_disguised_copy_is_the_same_dataset(tmp_path, capsys, hist, disguise):
     assert _noise(capsys, hist, tmp_path / "n1.csv")[0] == 0
     other = tmp_path / "sub"
@@ -149,6 +149,13 @@ def test_d2_a_disguised_copy_is_the_same_dataset(tmp_path, capsys, hist, disguis
     elif disguise == "tsv":
         twin = other / "census.tsv"
         twin.write_text(hist.read_text().replace(",", "\t"))
+    elif disguise == "moved-output":  # publish n1.csv, move it away, release into n1.csv again
+        twin = hist
+        for name in ("n1.csv", "n1.csv.meta.json"):
+            (tmp_path / name).rename(other / name)
+        code, _, err = _noise(capsys, hist, tmp_path / "n1.csv")
+        assert code == 2 and "already had epsilon 1 spent" in err
+        assert not (tmp_path / "n1.csv").exists()
     else:
         import pandas as pd
 
