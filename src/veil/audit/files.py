@@ -195,7 +195,8 @@ class FileAuditResult:
 def _workspace() -> Path:
     """A scratch folder, in memory when /dev/shm exists (the audit runs fsync-heavy writes)."""
     shm = Path("/dev/shm")
-    base = shm if shm.is_dir() and os.access(shm, os.W_OK) else None
+    roomy = shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 1 << 30
+    base = shm if roomy else None  # containers often mount a 64 MB /dev/shm
     return Path(tempfile.mkdtemp(prefix="veil-file-audit-", dir=base))
 
 
