@@ -11,12 +11,11 @@ command line itself, in-process (``veil.cli.main``), on two neighbouring input f
    exact Clopper-Pearson bounds, family-wise alpha): the value column is read back from the
    written file;
 2. **checks every other artefact is identical** across the neighbours, run with the same
-   ``--seed``: it may depend only on public parameters. A few fields are not public
-   parameters but are declared, one by one, with the reason they may differ: wall-clock
-   times, checksums of the released parts (recomputed from the parts and checked), and
-   digests keyed with the user's private veil secret.
+   ``--seed`` at the same path: it may depend only on public parameters. Two kinds of fields
+   are declared instead, with the reason they may differ: wall-clock times, and checksums of
+   the released parts (recomputed from the parts and checked).
 
-Each neighbour runs in its own veil state folder (its own ledger), as two separate worlds
+Each neighbour runs with its own veil state folder (its own ledger), as two separate worlds
 would: the ledger's notes then depend on the input alone.
 
 Samples per run: commands that release one value per row with independent noise
@@ -262,15 +261,16 @@ def audit_command(spec: CommandSpec, *, n: int, seed: int = 0, alpha: float = 1e
     own = workdir is None
     t0 = time.perf_counter()
     try:
-        folders = {s: base / s for s in ("a", "b")}
+        # both neighbours run at the same path (one after the other), each with its own ledger
+        folder = base / "run"
+        folder.mkdir(parents=True, exist_ok=True)
         homes = {s: base / f"home-{s}" for s in ("a", "b")}
-        for s, f in folders.items():
-            f.mkdir(parents=True, exist_ok=True)
-            if spec.setup is not None:
-                spec.setup(f)
-            spec.write_input(f, s)
+        if spec.setup is not None:
+            spec.setup(folder)
+        for s in homes:
+            spec.write_input(folder, s)
             with _env(VEIL_HOME=str(homes[s]), VEIL_LEDGER=None):
-                r = run_command(["budget", "set", spec.input_name, *spec.budget], f)
+                r = run_command(["budget", "set", spec.input_name, *spec.budget], folder)
             if r.code != 0:
                 raise DataError(f"file audit of {spec.name}: `veil budget set` failed: "
                                 f"{r.stderr.strip()}")
@@ -281,7 +281,8 @@ def audit_command(spec: CommandSpec, *, n: int, seed: int = 0, alpha: float = 1e
         names: set[str] = set()
         for s in seeds:
             arts = {}
-            for side, folder in folders.items():
+            for side in homes:
+                spec.write_input(folder, side)
                 for name in spec.outputs:  # a fresh output each run
                     p = folder / name
                     if p.is_dir():
@@ -532,7 +533,6 @@ def trajectory_release_spec(*, epsilon: float = 1.0, delta: float = 0.01) -> Com
 
 
 # ---------------------------------------------------------------------------- batch counts
-_KEYED = "<keyed with the private veil secret: an HMAC, meaningless without the key>"
 _TIME = "<wall-clock time>"
 
 
@@ -585,8 +585,6 @@ def batch_counts_spec(*, users: int = 5000, epsilon: float = 1.0, visits: int = 
         for k in ("started", "finished"):
             if k in man:
                 man[k] = _TIME
-        if "job_fingerprint" in man:
-            man["job_fingerprint"] = _KEYED
         art["out/manifest.json"] = man
         art.update(_console(out))
         art["files"] = sorted(out.files)
