@@ -75,10 +75,10 @@ def _walk_model(tmp_path, steps=96, users=3):
     model = MarkovModel.from_trajectories(walks, grid=g)
     mp = tmp_path / "model.npz"
     model.save(mp)
-    lonlat = np.concatenate([g.to_lonlat(g.centers_m[w]) for w in walks[:users]])
+    latlon = np.concatenate([g.to_latlon(g.centers_m[w]) for w in walks[:users]])
     table = pa.table({"user": np.repeat(np.arange(users), steps),
                       "t": np.tile(np.arange(steps) * 900.0, users),
-                      "lat": lonlat[:, 1], "lon": lonlat[:, 0]})
+                      "lat": latlon[:, 0], "lon": latlon[:, 1]})
     return mp, table
 
 
@@ -106,7 +106,7 @@ def test_d1_trajectory_batch_charges_T_times_epsilon(tmp_path, capsys):
     code, out, err = veil(capsys, "trajectory", "release", tmp_path / "one.csv", "-e", "1",
                           "-d", "0.01", "--model", mp, "-o", tmp_path / "rel.csv")
     assert code == 0, err
-    meta = json.loads((tmp_path / "rel.csv.json").read_text())
+    meta = json.loads((tmp_path / "rel.csv.meta.json").read_text())
     assert meta["budget"]["epsilon"] == 96.0 and meta["protects"] == "user"
     entries = {d["label"]: d for d in show(capsys)}
     assert [e["amount"] for e in entries[str(tmp_path / "one.csv")]["entries"]] == [96.0]

@@ -502,13 +502,13 @@ def trajectory_release_spec(*, epsilon: float = 1.0, delta: float = 0.01) -> Com
     centres = g.centers_m
 
     def write(folder: Path, side: str) -> None:
-        lonlat = g.to_lonlat(centres[cells[side]])
+        latlon = g.to_latlon(centres[cells[side]])
         (folder / "track.csv").write_text("time,lat,lon\n" + "".join(
-            f"{60 * i},{la!r},{lo!r}\n" for i, (lo, la) in enumerate(lonlat.tolist())))
+            f"{60 * i},{la!r},{lo!r}\n" for i, (la, lo) in enumerate(latlon.tolist())))
 
     def extract(out: RunOutput):
-        table, art = _sidecar_and_table(out, "out.csv", "out.csv.json", ["lon", "lat"])
-        last = g.to_metres(table.column("lon").to_numpy()[-1:], table.column("lat").to_numpy()[-1:])
+        table, art = _sidecar_and_table(out, "out.csv", "out.csv.meta.json", ["lon", "lat"])
+        last = g.to_metres(table.column("lat").to_numpy()[-1:], table.column("lon").to_numpy()[-1:])
         earlier = np.column_stack([table.column("lon").to_numpy()[:-1],
                                    table.column("lat").to_numpy()[:-1]]).round(7).tolist()
         art["out.csv (earlier points)"] = earlier  # same noise, same data: identical
@@ -665,7 +665,7 @@ def broken_twin(spec: CommandSpec, kind: str, *, factor: float = 4.0
         nums = [float(t) for t in re.findall(r"-?\d+(?:\.\d+)?", text)]
         leak = {"input_rows": text.count("\n") - 1, "input_sum": math.fsum(nums)}
         for name in list(out.files):
-            if name.endswith((".meta.json", "out.csv.json", "manifest.json")):
+            if name.endswith((".meta.json", "manifest.json")):
                 doc = _json(out.files[name])
                 doc["input_summary"] = leak
                 data = json.dumps(doc).encode()
