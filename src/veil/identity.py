@@ -100,7 +100,13 @@ class DatasetIdentity:
         for c in self.columns:
             if c.name == name:
                 return c
-        raise ParameterError(f"column {name!r} is not one of {[c.name for c in self.columns]}")
+        import difflib
+
+        names = [c.name for c in self.columns]
+        close = [n for n in names if n.casefold() == name.casefold()] or \
+            difflib.get_close_matches(name, names, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ParameterError(f"column {name!r} is not one of {names}{hint}")
 
     def prints(self, names: list[str] | tuple[str, ...] | None = None) -> list[str]:
         """Fingerprints of the named (default: all) non-constant columns."""
@@ -137,13 +143,16 @@ def _norm(col: str) -> str:
             f"ELSE coalesce(CAST(TRY_CAST({col} AS TIMESTAMP) AS VARCHAR), {col}) END")
 
 
-def _identity_sql(con, source: str, what: str) -> DatasetIdentity:
+def _identity_sql(con, source: str, what: str, kind: str | None = None) -> DatasetIdentity:
     import duckdb
+
+    as_kind = f" as {kind}" if kind else ""
 
     try:
         cols = [r[0] for r in con.sql(f"DESCRIBE SELECT * FROM {source}").fetchall()]
     except duckdb.Error as exc:
-        raise DataError(f"cannot read it to compute its identity: {' '.join(str(exc).split())}",
+        raise DataError(f"cannot read it{as_kind} to compute its identity: "
+                        f"{' '.join(str(exc).split())}",
                         path=what) from None
     k = len(cols)
     raw = ", ".join(f"CAST({sql.ident(c)} AS VARCHAR) AS r{i}" for i, c in enumerate(cols))
@@ -168,7 +177,8 @@ def _identity_sql(con, source: str, what: str) -> DatasetIdentity:
             rows = int(con.sql(f"SELECT count(*) FROM {source}").fetchall()[0][0])
             got = ()
     except duckdb.Error as exc:
-        raise DataError(f"cannot read it to compute its identity: {' '.join(str(exc).split())}",
+        raise DataError(f"cannot read it{as_kind} to compute its identity: "
+                        f"{' '.join(str(exc).split())}",
                         path=what) from None
     prints = []
     for i, c in enumerate(cols):
@@ -214,7 +224,8 @@ def identity_of_file(path: str | os.PathLike, *, format: str | None = None,
     with shared_connection() as con:
         src = _source_sql(p, fmt, delimiter=delimiter, header=header, names=names,
                           all_varchar=True)
-        return _identity_sql(con, src, str(p))
+        return _identity_sql(con, src, str(p), {"csv": "CSV", "parquet": "Parquet",
+                                                "json": "JSON"}.get(fmt, fmt))
 
 
 def identity_of_files(paths: list[str | os.PathLike]) -> DatasetIdentity:

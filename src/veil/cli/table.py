@@ -291,6 +291,7 @@ def _suppression_utility(table, res, qi_cols):
 
 
 @app.command("risk")
+@writes_files("input", "population")
 def risk_cmd(
     input: Path = typer.Argument(..., help="Table (CSV or Parquet), read as text."),
     qi: str = typer.Option(..., "--qi", help="Quasi-identifier columns, comma-separated."),
@@ -309,6 +310,7 @@ def risk_cmd(
     names: Optional[str] = NAMES,
     delimiter: Optional[str] = DELIMITER,
     skip_initial_space: bool = SKIP_SPACE,
+    force: bool = FORCE,
 ) -> None:
     """Re-identification risk: prosecutor, journalist, marketer (ARX's definitions), uniqueness.
 

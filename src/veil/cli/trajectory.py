@@ -212,8 +212,13 @@ def release_cmd(
     from ..identity import identity_of_table
     from ..ledger import charge
 
-    # a trajectory is one person's: T released timestamps at epsilon each, T of the longest
-    charge(input, amount=epsilon * max((rows.size for _, rows in groups), default=0),
+    from ..geo.temporal.release import trajectory_budget_bound
+
+    # a trajectory is one person's: T released timestamps at epsilon each (plus the public
+    # bound of the float64 snapping correction), T of the longest
+    charge(input, amount=trajectory_budget_bound(
+               m.grid, epsilon=epsilon, n_steps=max((rows.size for _, rows in groups), default=0),
+               mechanism=mechanism, resolution_m=resolution),
            unit="user", outputs=[output, output.with_name(output.name + ".meta.json")],
            identity=identity_of_table({"user": np.asarray(track.user).astype(str),
                                        "time": track.t, "lat": track.lat, "lon": track.lon},

@@ -220,7 +220,8 @@ def _register_trajectories() -> None:
     register_task(Task(
         name="trajectories", columns=("t", "lat", "lon"), order_by=("t",),
         per_bucket=release_bucket, validate=validate_job_params,
-        epsilon=lambda p: float(p["epsilon"]),
+        # epsilon plus the public bound of the float64 correction, per timestamp
+        epsilon=lambda p: float(p["epsilon_step_bound"]),
         column_kinds={"t": "time", "lat": "number", "lon": "number"},
         description="PIM/LM release of every user's trajectory (epsilon per timestamp)",
         extra={"epsilon_unit": "per timestamp"}))
