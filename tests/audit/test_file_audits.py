@@ -39,7 +39,14 @@ def test_a_twin_whose_sidecar_records_data_fails(command):
     assert res.ratio.passed  # the value itself is still fine: only the artefact check fails
 
 
-@pytest.mark.parametrize("command", COMMANDS)
+# auto's noisy total is paid 2 % of epsilon (0.01 at 0.5): an under-noised twin of that one
+# draw is beyond what a few thousand command runs can detect at family-wise alpha 1e-6; its
+# sampler is the exact discrete Laplace audited in tests/audit, and the file audit above
+# still checks that nothing else in the sidecar depends on the data
+UNDER_NOISE = [c for c in COMMANDS if c != "histogram publish (noisy total)"]
+
+
+@pytest.mark.parametrize("command", UNDER_NOISE)
 def test_an_under_noised_twin_fails(command):
     make, fast, _ = FILE_AUDITS[command]
     spec, runner = broken_twin(make(), "under-noised", factor=40 if command in ONE_DRAW else 4)
@@ -50,7 +57,7 @@ def test_an_under_noised_twin_fails(command):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("command", UNDER_NOISE)
 def test_slow_full_file_audit_and_x4_under_noised_twin(command):
     make, _, slow = FILE_AUDITS[command]
     res = audit_command(make(), n=slow, seed=21)

@@ -391,11 +391,19 @@ def noise_counts_spec(*, replicas: int = 20_000, epsilon: float = 1.0, true_coun
 
 # ---------------------------------------------------------------------------- histogram publish
 def histogram_publish_spec(*, epsilon: float = 0.5, method: str | None = None,
-                           records: int = 400) -> CommandSpec:
+                           records: int = 400, released: str = "counts") -> CommandSpec:
     """``veil histogram publish``: neighbours differ by one record (in bin 3 of 16).
 
-    One draw per run: the noisy count of bin 3. ``method=None`` audits the default (auto).
+    One draw per run. ``method=None`` audits the default (auto). ``released="counts"``: the
+    noisy count of bin 3 (auto is then given a public ``--records-bound``, so it spends
+    nothing on the total); ``released="noisy-total"``: auto without a bound, whose sidecar
+    publishes the DP total it paid ``AUTO_TOTAL_FRACTION`` of epsilon for
+    (``parameters.auto_noisy_total``): that total is the audited value, and only the sidecar
+    fields computed from it (the rule's text, in ``parameters.auto_rule`` and its note) are
+    left out of the artefacts, which must otherwise be identical.
     """
+    if released not in ("counts", "noisy-total"):
+        raise ParameterError(f"released must be 'counts' or 'noisy-total', got {released!r}")
     g = np.random.default_rng(12345)
     ages = g.integers(0, 80, records)
     bins = np.linspace(0, 80, 17)
@@ -408,17 +416,39 @@ def histogram_publish_spec(*, epsilon: float = 0.5, method: str | None = None,
 
     def extract(out: RunOutput):
         table, art = _sidecar_and_table(out, "out.csv", "out.csv.meta.json", ["count"])
-        return table.column("count").to_numpy()[3:4], art
+        if released == "counts":
+            return table.column("count").to_numpy()[3:4], art
+        meta = art["out.csv.meta.json"]
+        total = meta["parameters"].pop("auto_noisy_total")
+        meta["parameters"].pop("auto_rule")
+        meta["notes"] = [t for t in meta["notes"] if not str(t).startswith("auto: ")]
+        return np.array([float(total)]), art
 
     argv = ["histogram", "publish", "people.csv", "-c", "age", "--bins", "0:80:16", "-e",
             str(epsilon), "-o", "out.csv"]
     if method is not None:
         argv += ["--method", method]
-    events = events_threshold(lambda z: z, [true - 3 + 0.5 * i for i in range(15)], "bin3")
+    claimed = epsilon
+    if released == "noisy-total":
+        from ..histograms.api import AUTO_TOTAL_FRACTION
+
+        claimed = epsilon * AUTO_TOTAL_FRACTION  # what the total alone was paid
+    if released == "counts":
+        if method in (None, "auto"):
+            argv += ["--records-bound", str(4 * records)]  # public: no noisy total drawn
+        events = events_threshold(lambda z: z, [true - 3 + 0.5 * i for i in range(15)],
+                                  "bin3")
+    else:
+        if method not in (None, "auto"):
+            raise ParameterError("released='noisy-total' audits the auto method")
+        # discrete Laplace of scale 1 / (epsilon x AUTO_TOTAL_FRACTION): 100 at epsilon 0.5
+        events = events_threshold(lambda z: z, [records - 200.5 + 25 * i for i in range(17)],
+                                  "total")
     return CommandSpec(
-        name="histogram publish" + (f" --method {method}" if method else ""),
+        name="histogram publish" + (f" --method {method}" if method else "")
+        + (" (noisy total)" if released == "noisy-total" else ""),
         argv=lambda s: [*argv, "--seed", str(s), "--spend-again", "--force"],
-        write_input=write, extract=extract, events=events, claimed_epsilon=epsilon, per_run=1,
+        write_input=write, extract=extract, events=events, claimed_epsilon=claimed, per_run=1,
         budget=["--total", "1e12"], input_name="people.csv", epsilon=epsilon,
         description=f"{records} records vs one more in bin 3")
 
@@ -615,6 +645,8 @@ def batch_counts_spec(*, users: int = 5000, epsilon: float = 1.0, visits: int = 
 FILE_AUDITS: dict[str, tuple[Callable[[], CommandSpec], int, int]] = {
     "noise counts": (lambda: noise_counts_spec(replicas=20_000), 20_000, 200_000),
     "histogram publish": (lambda: histogram_publish_spec(), 60, 2000),
+    "histogram publish (noisy total)": (lambda: histogram_publish_spec(released="noisy-total"),
+                                        60, 2000),
     "location obfuscate": (lambda: location_obfuscate_spec(replicas=20_000), 20_000, 200_000),
     "trajectory release": (lambda: trajectory_release_spec(), 80, 2000),
     "batch counts": (lambda: batch_counts_spec(users=5000), 5000, 100_000),
