@@ -316,7 +316,9 @@ class Ledger:
                                     (c.fingerprint, dataset)).fetchone()
             if row is not None:
                 label = self._label(dataset)
-                return (f"treated as dataset {dataset[:12]} ({label}): its column {c.name!r} "
+                # no content hash in a console line (it is a function of the private rows;
+                # `veil budget show` lists the ledger's ids)
+                return (f"treated as the ledger's dataset {label!r}: its column {c.name!r} "
                         f"holds the same values as column {row[0]!r} there")
         return ""
 

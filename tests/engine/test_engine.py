@@ -288,9 +288,16 @@ def test_trajectories_task_releases_every_point_once(tmp_path):
     assert sorted({(r[0], r[1]) for r in a}) == sorted(zip(users.tolist(), t.tolist()))
     assert all(r[4] >= 1 for r in a)
     man = json.loads((tmp_path / "o1" / "manifest.json").read_text())
-    # 41 timestamps per user at epsilon 1 each: 41 per user by composition (issue 14, defect 1)
-    assert man["epsilon_per_timestamp"] == 1.0 and man["max_timestamps_per_user"] == 41
-    assert man["epsilon_per_user"] == 41.0 and man["protects"] == "user"
+    # 41 timestamps per user at epsilon 1 each (plus the public float64 bound of each step):
+    # 41 per user by composition (issue 14, defect 1)
+    from veil.geo.temporal import MarkovModel
+    from veil.geo.temporal.release import trajectory_budget_bound
+
+    step = trajectory_budget_bound(MarkovModel.load(model_path).grid, epsilon=1.0, n_steps=1)
+    assert 1.0 < step < 1.0 + 1e-6
+    assert man["epsilon_per_timestamp"] == step and man["max_timestamps_per_user"] == 41
+    assert man["epsilon_per_user"] == pytest.approx(41 * step, rel=1e-12)
+    assert man["protects"] == "user"
     with pytest.raises(ParameterError, match="path of a saved model"):
         run_job(Job(tmp_path / "traj.parquet", tmp_path / "o3", "trajectories",
                     params={**params, "model": None}, progress=False))

@@ -41,6 +41,7 @@ from ..io import sql
 from ..release import to_jsonable
 from . import fsutil
 from .fsutil import fault, private_dir, remove_tree, sha256_file, write_file
+from .job import ledger_path as job_ledger_path
 from .job import (MANIFEST, Job, JobResult, commit_ledger, job_epsilon, read_manifest,
                   release_ledger, reserve_ledger, staging_source)
 from .keys import bucket_entropy, bucket_rng, create_key, load_key, seed_key
@@ -688,6 +689,7 @@ def _new_state(job: Job, fingerprint: str, epsilon: float, epsilon_unit: str,
     return {"format": FORMAT, "job_id": secrets.token_hex(16), "fingerprint": fingerprint,
             "task": job.task, "job": job.describe(), "epsilon": epsilon,
             "epsilon_unit": epsilon_unit, "seeded": job.seed is not None,
+            "ledger": str(job_ledger_path(job)),  # private state: where the job's charge is
             "output": str(Path(os.path.realpath(job.output))),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": 1, "phase": "running",
             "staging": staging}
@@ -1057,6 +1059,35 @@ def discard_job(output: str | Path, work_dir: str | Path | None = None) -> dict[
         state = _read_json(work / STATE) or {}
         finished = len(list((work / MARKERS).glob("part-*.json"))) if (work / MARKERS).is_dir() \
             else 0
+        cancelled = _cancel_discarded_reservation(state, out)
         _clear_work(work)
     remove_tree(work)
-    return {"work": str(work), "task": state.get("task"), "finished_buckets": finished}
+    return {"work": str(work), "task": state.get("task"), "finished_buckets": finished,
+            "reservation_cancelled": cancelled}
+
+
+def _cancel_discarded_reservation(state: dict[str, Any], out: Path) -> bool:
+    """Cancel the ledger reservation of a discarded run: none of its output was published.
+
+    Only for a run that never reached its commit (``phase`` other than ``committing``); the
+    reservation is found by the job's key (task, output, fingerprint) in the ledger the job
+    used (recorded in its state, else the default one).
+    """
+    import contextlib
+
+    from ..ledger import Ledger, ledger_path
+
+    if not state.get("fingerprint") or state.get("phase") == "committing":
+        return False
+    path = ledger_path(state.get("ledger"))
+    if not path.exists():
+        return False
+    key = f"{state.get('task')}|{out}|{state['fingerprint']}"
+    with contextlib.closing(Ledger(path)) as led:
+        row = led._con.execute("SELECT id FROM entries WHERE job = ? AND state = 'reserved'",
+                               (key,)).fetchone()
+        if row is None:
+            return False
+        led.cancel(row[0], force=True, why="the run was discarded (veil batch discard) "
+                                           "before anything of it was published")
+    return True
