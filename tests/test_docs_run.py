@@ -47,7 +47,11 @@ NOT_RUN = {
 }
 
 # Deliberate errors shown in docs/io.md: exit status 2 and the documented one-line message.
-ERRORS = ("noise counts bad.csv", "-e 0 -o out.csv", "-o nodir/out.csv", "--bogus")
+ERRORS = ("noise counts bad.csv", "-e 0 -o out.csv", "-o nodir/out.csv", "--bogus",
+          # docs/guarantees.md: the ledger refusing a second release and one beyond the total
+          "--epsilon 0.5 -o ages2.csv", "-o noisy.csv --spend-again",
+          # docs/io.md: no command writes over one of its inputs, even with --force
+          "-o hist.csv --force")
 
 # More than ~20 s each on this loaded 2-core machine (measured): the slow suite runs them.
 SLOW = {

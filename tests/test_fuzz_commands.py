@@ -37,6 +37,9 @@ from fuzz_files import USUAL, file_specs, names
 from veil.errors import DataError, ParameterError
 from veil.io import read_checkins, read_columns, read_counts, read_points, read_table
 
+# these tests release the same data many times on purpose (see tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("repeat_releases")
+
 FAST = settings(max_examples=25, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 SLOW = settings(max_examples=400, deadline=None, database=None,

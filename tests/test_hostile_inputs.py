@@ -26,6 +26,9 @@ from cli_cases import (CASES, PLAIN_COL, PLAIN_STEM, assert_clean_error, listing
                        run_veil, write_csv)
 from veil.io import sql
 
+# these tests release the same data many times on purpose (see tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("repeat_releases")
+
 INJECTION = "user\" IS NULL OR (SELECT count(*) FROM read_text('/etc/hostname')) > 0 OR \"user"
 #: Names every command must handle (correct output), and names it may refuse cleanly.
 MUST_WORK = [INJECTION, "a\"b'c", "select é 名 ✓"]
@@ -157,10 +160,18 @@ def _assert_same_output(case, plain, hostile, col: str, stem: str = PLAIN_STEM):
 def plain_runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("plain")
     runs = {}
-    for case in CASES:
-        run = _run_case(case, root, PLAIN_COL, PLAIN_STEM)
-        assert run[1].code == 0, (case.id, run[1].err)
-        runs[case.id] = run
+    # a module fixture runs before the per-test private VEIL_HOME (tests/conftest.py): give
+    # these runs their own ledger, never the developer's
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VEIL_HOME", str(tmp_path_factory.mktemp("plain-veil-home")))
+        mp.delenv("VEIL_LEDGER", raising=False)
+        from conftest import allow_repeat_releases
+
+        allow_repeat_releases(mp)  # several cases read the same input
+        for case in CASES:
+            run = _run_case(case, root, PLAIN_COL, PLAIN_STEM)
+            assert run[1].code == 0, (case.id, run[1].err)
+            runs[case.id] = run
     return runs
 
 

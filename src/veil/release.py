@@ -11,7 +11,10 @@ import numpy as np
 
 from .budget import GeoDP, PureDP
 
-__all__ = ["Release", "to_jsonable"]
+__all__ = ["Release", "to_jsonable", "PROTECTED_UNITS"]
+
+#: The units of protection a release can state (see :attr:`Release.protects`).
+PROTECTED_UNITS = ("record", "user")
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -64,6 +67,23 @@ class Release:
         Optional named error estimates (e.g. expected absolute error per bin).
     notes : tuple of str
         Caveats (e.g. floating point; effective epsilon after rounding).
+    protects : {"record", "user"}
+        The unit of protection: ``"record"`` when neighbouring inputs differ in one record
+        (one check-in, one point, one row of a table: the default of every mechanism that
+        takes counts or points), ``"user"`` when they differ in everything one person
+        contributed (contribution bounded to a public number of records per user, or a
+        whole trajectory). A record-level guarantee protects a person only if each person
+        contributed a single record.
+
+    Examples
+    --------
+    >>> from veil.budget import PureDP
+    >>> Release([1, 2], "identity", PureDP(1.0)).protects
+    'record'
+    >>> Release([1, 2], "identity", PureDP(1.0), protects="person")
+    Traceback (most recent call last):
+    ...
+    veil.errors.ParameterError: protects must be one of 'record', 'user', got 'person'
     """
 
     value: Any
@@ -75,6 +95,12 @@ class Release:
     noise_variance: float | None = None
     expected_error: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    protects: str = "record"
+
+    def __post_init__(self) -> None:
+        from .validation import check_choice
+
+        check_choice(self.protects, "protects", PROTECTED_UNITS)
 
     @property
     def epsilon(self) -> float:
@@ -92,6 +118,7 @@ class Release:
             "noise_variance": self.noise_variance,
             "expected_error": self.expected_error,
             "notes": list(self.notes),
+            "protects": self.protects,
         })
 
     def sidecar_json(self) -> str:

@@ -22,7 +22,7 @@ import numpy as np
 
 from .errors import ParameterError
 from .random import make_rng
-from .validation import check_finite_array, check_int, check_positive
+from .validation import check_epsilon, check_finite_array, check_int, check_positive
 
 __all__ = [
     "dyadic_scale",
@@ -55,6 +55,9 @@ def dyadic_scale(scale: float) -> tuple[int, int]:
         raise ParameterError(f"scale {scale!r} is too large for the exact sampler (max 2**41)")
     num = 1 << a
     den = int(Fraction(num) / Fraction(scale))  # floor, so num/den >= scale
+    if den >= 1 << 63:
+        raise ParameterError(f"scale {scale!r} is too small for the exact sampler (min about "
+                             f"{2.0 ** -41:.3g}): epsilon / sensitivity above about 2e12")
     return num, den
 
 
@@ -210,7 +213,7 @@ def gamma_radius(shape: float, epsilon: float, size: int | tuple[int, ...] | Non
                  rng: np.random.Generator | None = None) -> np.ndarray | float:
     """Radius ~ Gamma(shape, 1/epsilon): shape 2 for planar Laplace, 3 for the 2-d K-norm mechanism."""
     shape = check_positive(shape, "shape")
-    epsilon = check_positive(epsilon, "epsilon")
+    epsilon = check_epsilon(epsilon, "epsilon")
     return make_rng(rng).gamma(shape, 1.0 / epsilon, size=size)
 
 
@@ -231,7 +234,7 @@ def planar_laplace_noise(epsilon: float, size: int,
     >>> d.shape
     (1000, 2)
     """
-    epsilon = check_positive(epsilon, "epsilon")
+    epsilon = check_epsilon(epsilon, "epsilon")
     size = check_int(size, "size", minimum=0)
     rng = make_rng(rng)
     w = np.empty((3, size))            # one buffer, worked in place (large n: few page faults)

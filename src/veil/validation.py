@@ -15,6 +15,7 @@ import numpy as np
 from .errors import ParameterError
 
 __all__ = [
+    "EPSILON_MAX",
     "check_epsilon",
     "check_delta",
     "check_probability",
@@ -57,13 +58,35 @@ def check_nonnegative(value: Any, name: str) -> float:
     return v
 
 
+#: The largest epsilon veil accepts (pure DP, per timestamp, or per metre for geo budgets).
+#: Above it the noise is far below the resolution of any published value, and the exact
+#: discrete Laplace sampler's integer arithmetic (scale rounded to ``2**a / den`` with
+#: ``den < 2**63``) overflows near 4e12; ``inf`` (no noise) is the honest way to ask for
+#: no privacy, and only tests may (``allow_inf=True``).
+EPSILON_MAX = 1e12
+
+
 def check_epsilon(value: Any, name: str = "epsilon", *, allow_inf: bool = False) -> float:
-    """Validate a privacy parameter epsilon: finite and > 0.
+    """Validate a privacy parameter epsilon: finite, > 0 and at most :data:`EPSILON_MAX`.
 
     ``allow_inf=True`` admits ``inf`` (no privacy, exact answer), used only by
     tests and deterministic limits.
+
+    Examples
+    --------
+    >>> check_epsilon(0.5)
+    0.5
+    >>> check_epsilon(1e17, "--epsilon")
+    Traceback (most recent call last):
+    ...
+    veil.errors.ParameterError: --epsilon must be at most 1e+12 (veil's upper limit: larger values add no meaningful noise and overflow the exact samplers), got 1e+17
     """
-    return check_positive(value, name, allow_inf=allow_inf)
+    v = check_positive(value, name, allow_inf=allow_inf)
+    if v > EPSILON_MAX and not math.isinf(v):
+        raise ParameterError(
+            f"{name} must be at most {EPSILON_MAX:g} (veil's upper limit: larger values add no "
+            f"meaningful noise and overflow the exact samplers), got {v:g}")
+    return v
 
 
 def check_delta(value: Any, name: str = "delta") -> float:

@@ -147,10 +147,11 @@ def test_noise_counts_end_to_end(capsys, hist, tmp_path, ext, fmt, expect):
 
 def test_noise_counts_seed_reproducible_and_nonnegative(capsys, hist, tmp_path):
     outs = []
+    assert run(["budget", "set", str(hist), "--total", "1"], capsys)[0] == 0  # two releases
     for i in range(2):
         out = tmp_path / f"o{i}.csv"
         assert run(["noise", "counts", str(hist), "-c", "count", "-e", "0.05", "-o", str(out),
-                    "--seed", "11", "--nonnegative"], capsys)[0] == 0
+                    "--seed", "11", "--nonnegative", "--spend-again"], capsys)[0] == 0
         outs.append(out.read_text())
     assert outs[0] == outs[1]
     vals = [int(line.split(",")[1]) for line in outs[0].splitlines()[1:]]
@@ -162,9 +163,10 @@ def test_noise_counts_is_noisy_without_seed(capsys, tmp_path):
     src = tmp_path / "h.csv"
     src.write_text("count\n" + "100\n" * 200)
     texts = []
+    assert run(["budget", "set", str(src), "--total", "1"], capsys)[0] == 0  # two releases
     for i in range(2):
         out = tmp_path / f"o{i}.csv"
-        assert run(["noise", "counts", str(src), "-c", "count", "-e", "0.5", "-o", str(out)],
-                   capsys)[0] == 0
+        assert run(["noise", "counts", str(src), "-c", "count", "-e", "0.5", "-o", str(out),
+                    "--spend-again"], capsys)[0] == 0
         texts.append(out.read_text())
     assert texts[0] != texts[1]

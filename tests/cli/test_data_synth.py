@@ -19,11 +19,11 @@ def _veil(*args, cwd):
 def test_synth_kinds_are_deterministic_with_a_seed(tmp_path):
     for kind in ("checkins", "trajectories", "points", "census", "categories"):
         a = _veil("data", "synth", kind, "-o", "a.csv", "--seed", "3", "--users", "20",
-                  "--rows", "100", "--steps", "5", cwd=tmp_path)
+                  "--rows", "100", "--steps", "5", "--force", cwd=tmp_path)
         assert a.returncode == 0, a.stderr
         first = (tmp_path / "a.csv").read_text()
         _veil("data", "synth", kind, "-o", "a.csv", "--seed", "3", "--users", "20", "--rows",
-              "100", "--steps", "5", cwd=tmp_path)
+              "100", "--steps", "5", "--force", cwd=tmp_path)  # replaces a.csv
         assert (tmp_path / "a.csv").read_text() == first
         assert len(first.splitlines()) > 2
 

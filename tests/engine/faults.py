@@ -72,7 +72,8 @@ class Harness:
             self.spec["seed"] = 7
         self.seeded = seeded
         self.buckets = buckets
-        self.ledger = self.tmp / "ledger.json"
+        # one ledger for every scenario of a run: the scenarios release the same input
+        self.ledger = self.tmp.parent / "ledger.json"
         ref = dict(self.spec, output=str(self.tmp / "ref"), engine="local", workers=1)
         ref.pop("resume")
         r = jobrun(ref, self.env(sleep=0))

@@ -13,7 +13,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import helpers  # noqa: E402,F401  (registers the test tasks)
+import helpers  # noqa: E402  (registers the test tasks)
+
+helpers.declare_large_totals()
 
 
 def main() -> int:

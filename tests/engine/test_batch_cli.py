@@ -89,6 +89,9 @@ def test_hostile_names_run_through_every_batch_command(tmp_path):
     pq.write_table(pa.table({"user": users, "category": cats}), plain)
     pq.write_table(pa.table({HOSTILE_USER: users, HOSTILE_CAT: cats}), hostile)
     env = {"VEIL_LEDGER": str(tmp_path / "ledger.json")}
+    # both names hold the same rows (one dataset): a total lets the second run --spend-again
+    b = _veil("budget", "set", str(plain), "--total", "10", env_extra=env)
+    assert b.returncode == 0, b.stderr
     common = ["--quiet", "--buckets", "5"]
     # counts (DP, seeded for the comparison)
     o1, o2 = tmp_path / "c plain", tmp_path / "c 'out' [x]"
@@ -124,6 +127,8 @@ def test_hostile_names_run_through_every_batch_command(tmp_path):
     pq.write_table(pa.table({HOSTILE_USER: u, names["t"]: t, names["lat"]: lonlat[:, 1],
                              names["lon"]: lonlat[:, 0]}), th)
     t1, t2 = tmp_path / "t plain", tmp_path / "t '[out]'"
+    b = _veil("budget", "set", str(tp), "--total", "100", env_extra=env)
+    assert b.returncode == 0, b.stderr
     base = ["--model", str(tmp_path / "model.npz"), "-e", "1", "-d", "0.1", "--seed", "4",
             "--spend-again", *common]
     r1 = _veil("batch", "trajectories", str(tp), "-o", str(t1), *base, env_extra=env)

@@ -30,11 +30,22 @@ def _ledger(tmp_path, monkeypatch):
     monkeypatch.setenv("VEIL_LEDGER", str(tmp_path / "ledger.json"))
 
 
-def _checkins(path: Path, n=30_000, users=2_000, seed=0):
+def _checkins(path: Path, n=30_000, users=2_000, seed=0, total=100.0):
     g = np.random.default_rng(seed)
     pq.write_table(pa.table({"uid": np.char.add("u", g.integers(0, users, n).astype(str)),
                              "category": g.choice(["a", "b", "c", "d"], n)}), path)
+    if total:  # the tests release the same users several times (with spend_again)
+        _declare(path, total)
     return path
+
+
+def _declare(path, total):
+    """`veil budget set PATH --total TOTAL` in the test's ledger."""
+    from veil.identity import identity_of_files
+    from veil.ledger import Ledger
+
+    with Ledger(os.environ["VEIL_LEDGER"]) as led:
+        led.set_total(identity_of_files([str(path)]), total=total, label=str(path))
 
 
 def _rows(out: Path):
@@ -137,8 +148,12 @@ def test_ledger_refuses_second_release_without_spend_again(tmp_path):
         run_job(_job(inp, tmp_path / "o1"))
     res = run_job(_job(inp, tmp_path / "o2", spend_again=True))
     assert res.epsilon_per_user == 1.0
-    ledger = json.loads((tmp_path / "ledger.json").read_text())
-    assert [e["epsilon_per_user"] for e in next(iter(ledger.values()))] == [1.0, 1.0]
+    from veil.ledger import Ledger
+
+    with Ledger(tmp_path / "ledger.json") as led:
+        (ds,) = led.datasets()
+        entries = led.summary(ds).entries
+    assert [(e["amount"], e["state"]) for e in entries] == [(1.0, "committed")] * 2
     man = json.loads((tmp_path / "o2" / "manifest.json").read_text())
     assert man["epsilon_per_user"] == 1.0
 
@@ -259,6 +274,7 @@ def test_trajectories_task_releases_every_point_once(tmp_path):
     order = rng.permutation(users.size)  # the engine sorts by user and time itself
     pq.write_table(pa.table({"user": users[order], "t": t[order], "lat": latlon[order, 0],
                              "lon": latlon[order, 1]}), tmp_path / "traj.parquet")
+    _declare(tmp_path / "traj.parquet", 1e4)  # two releases below
     params = {"model": str(model_path), "epsilon": 1.0, "delta": 0.05, "mechanism": "pim"}
     run_job(Job(tmp_path / "traj.parquet", tmp_path / "o1", "trajectories", params=params,
                 seed=2, buckets=3, progress=False))
@@ -272,7 +288,16 @@ def test_trajectories_task_releases_every_point_once(tmp_path):
     assert sorted({(r[0], r[1]) for r in a}) == sorted(zip(users.tolist(), t.tolist()))
     assert all(r[4] >= 1 for r in a)
     man = json.loads((tmp_path / "o1" / "manifest.json").read_text())
-    assert man["epsilon_unit"] == "per timestamp" and man["epsilon_per_user"] == 1.0
+    # 41 timestamps per user at epsilon 1 each (plus the public float64 bound of each step):
+    # 41 per user by composition (issue 14, defect 1)
+    from veil.geo.temporal import MarkovModel
+    from veil.geo.temporal.release import trajectory_budget_bound
+
+    step = trajectory_budget_bound(MarkovModel.load(model_path).grid, epsilon=1.0, n_steps=1)
+    assert 1.0 < step < 1.0 + 1e-6
+    assert man["epsilon_per_timestamp"] == step and man["max_timestamps_per_user"] == 41
+    assert man["epsilon_per_user"] == pytest.approx(41 * step, rel=1e-12)
+    assert man["protects"] == "user"
     with pytest.raises(ParameterError, match="path of a saved model"):
         run_job(Job(tmp_path / "traj.parquet", tmp_path / "o3", "trajectories",
                     params={**params, "model": None}, progress=False))

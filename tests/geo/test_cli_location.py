@@ -129,7 +129,8 @@ def test_obfuscate_consistent_window(tmp_path):
     assert (a.iloc[0][["lat", "lon"]] == a.iloc[1][["lat", "lon"]]).all()   # same window
     assert not (a.iloc[0][["lat", "lon"]] == a.iloc[2][["lat", "lon"]]).all()
     out2 = tmp_path / "out2.csv"
-    assert run(args[:6] + [str(out2)] + args[7:]) == 0                          # same key reused
+    # same key reused: the same points again, which the ledger records at no extra cost
+    assert run(args[:6] + [str(out2)] + args[7:]) == 0
     assert pd.read_csv(out2)[["lat", "lon"]].equals(a[["lat", "lon"]])
     assert run(["location", "obfuscate", str(f), "--epsilon", "0.01", "-o",
                 str(tmp_path / "x.csv"), "--consistent-window", "60"]) == 2

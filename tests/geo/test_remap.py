@@ -18,6 +18,9 @@ from veil.geo.geometry import LocalProjection
 from veil.geo.remap import optimal_remap, weighted_geometric_median
 from veil.random import make_rng
 
+# these tests release the same data several times on purpose (see tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("repeat_releases")
+
 EPS = 0.005
 PROJ = LocalProjection(45.0, 7.0)
 

@@ -13,6 +13,9 @@ from veil.cli import main
 from veil.datasets import shared_data_path
 from veil.geo.temporal import MarkovModel, beijing_grid
 
+# these tests release the same data several times on purpose (see tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("repeat_releases")
+
 
 def _run(args):
     try:

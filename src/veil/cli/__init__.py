@@ -30,6 +30,7 @@ CAPABILITIES: list[tuple[str, str, str]] = [
     ("batch", "veil.cli.batch", "Per-user batch jobs at scale (local or Dask)."),
     ("data", "veil.cli.data", "Synthetic data sets to try veil on."),
     ("noise", "veil.cli.noise", "Generic noise on a column of a file (geometric counts)."),
+    ("budget", "veil.cli.budget", "The privacy ledger: declared totals and what was spent."),
 ]
 
 app = typer.Typer(name="veil", no_args_is_help=True, add_completion=False,
@@ -37,7 +38,7 @@ app = typer.Typer(name="veil", no_args_is_help=True, add_completion=False,
 bench_app = typer.Typer(no_args_is_help=True,
                         help="Run a capability's experiment on real data against its baselines.")
 
-_STATE = {"debug": False}
+_STATE: dict = {"debug": False, "argv": None}
 
 
 def _version_cb(value: bool) -> None:
@@ -75,6 +76,18 @@ from . import demo as _demo  # noqa: E402  (registers `veil demo` and `veil repo
 _register()
 
 
+_COMMAND: list = []
+
+
+def _command():
+    """The click command of ``app``, built once per process (typer rebuilds it on every call,
+    which costs about 0.1 s: in-process callers such as the tests and the file-level audits
+    run thousands of commands)."""
+    if not _COMMAND:
+        _COMMAND.append(typer.main.get_command(app))
+    return _COMMAND[0]
+
+
 def _click_exceptions():
     """Click's exception module (typer >= 0.2x vendors click as ``typer._click``)."""
     try:
@@ -97,10 +110,11 @@ def main(argv: list[str] | None = None) -> None:
     1 an internal error (a bug: rerun with ``--debug``); 130 interrupted.
     """
     args = sys.argv[1:] if argv is None else list(argv)
+    _STATE["argv"] = args
     debug = "--debug" in args
     cx = _click_exceptions()
     try:
-        rv = app(args=args, prog_name="veil", standalone_mode=False)
+        rv = _command().main(args=args, prog_name="veil", standalone_mode=False)
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
     except (typer.Abort, KeyboardInterrupt):

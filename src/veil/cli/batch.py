@@ -7,7 +7,8 @@ from typing import Any, Optional
 
 import typer
 
-from .common import SEED
+from .common import LEDGER as _LEDGER
+from .common import SEED, SPEND_AGAIN, writes_files
 
 app = typer.Typer(no_args_is_help=True, help="Per-user batch jobs (local processes or Dask).")
 
@@ -24,12 +25,9 @@ INSECURE = typer.Option(False, "--insecure-scheduler",
 WORK = typer.Option(None, "--work-dir",
                     help="Private work folder (staging, unpublished parts, the noise key; "
                          "mode 0700). Default: .NAME.veil-work beside the output NAME.")
-SPEND = typer.Option(False, "--spend-again",
-                     help="Allow another release for users who already received one from this "
-                          "input: it spends the per-user budget again.")
+SPEND = SPEND_AGAIN
 BUCKETS = typer.Option(None, "--buckets", help="Units of work (default: ~200k rows each).")
-LEDGER = typer.Option(None, "--ledger", help="Privacy ledger file (default $VEIL_LEDGER or "
-                                             "~/.local/share/veil/ledger.json).")
+LEDGER = _LEDGER
 USER = typer.Option("user", "--user-column", help="Column holding the user identifier.")
 OUT = typer.Option(..., "--output", "-o", help="Output folder (Parquet parts + manifest.json).")
 QUIET = typer.Option(False, "--quiet", help="No progress bar.")
@@ -52,13 +50,16 @@ def _run(task: str, input: Path, output: Path, params: dict[str, Any], *, user_c
                    f"out in {res.buckets} parts; epsilon per user {res.epsilon_per_user:g}; "
                    f"output {res.output}")
         return
-    typer.echo(f"{res.users:,} users, {res.rows_in:,} rows in, {res.rows_out:,} rows out, "
+    # no input row count: this line is a log of a private input (users and rows out are
+    # what the published parts show anyway)
+    typer.echo(f"{res.users:,} users, {res.rows_out:,} rows out, "
                f"{res.buckets_run}/{res.buckets} buckets run, {res.seconds:.1f} s "
                f"({res.users_per_second:,.0f} users/s); epsilon per user "
                f"{res.epsilon_per_user:g}; output {res.output}")
 
 
 @app.command("counts")
+@writes_files("input")
 def counts(
     input: Path = typer.Argument(..., help="Check-ins: CSV, Parquet (file or folder) or JSON."),
     output: Path = OUT,
@@ -67,15 +68,23 @@ def counts(
                                         "from the data)."),
     epsilon: float = typer.Option(..., "--epsilon", "-e", help="Per-user epsilon (> 0)."),
     category_column: str = typer.Option("category", "--category-column"),
+    max_records: Optional[int] = typer.Option(
+        None, "--max-records", help="Public bound m on check-ins per user: at most m are kept "
+        "per user (sampled uniformly) and the noise is scaled to m/epsilon, so epsilon covers "
+        "everything a user contributed (user level) instead of one check-in (event level)."),
     user_column: str = USER, engine: str = ENGINE, workers: int = WORKERS, resume: bool = RESUME,
     scheduler: Optional[str] = SCHEDULER, spend_again: bool = SPEND,
     buckets: Optional[int] = BUCKETS, ledger: Optional[Path] = LEDGER,
     seed: Optional[int] = SEED, quiet: bool = QUIET, work_dir: Optional[Path] = WORK,
     insecure_scheduler: bool = INSECURE,
 ) -> None:
-    """Each user's category counts with exact discrete Laplace noise (event-level eps-DP)."""
+    """Each user's category counts with exact discrete Laplace noise (event-level eps-DP, or
+    user-level with --max-records)."""
     cats = [c.strip() for c in categories.split(",") if c.strip()]
-    _run("count-noise", input, output, {"categories": cats, "epsilon": epsilon},
+    params = {"categories": cats, "epsilon": epsilon}
+    if max_records is not None:
+        params["max_records"] = max_records
+    _run("count-noise", input, output, params,
          user_column=user_column, columns={"category": category_column}, engine=engine,
          workers=workers, resume=resume, scheduler=scheduler, spend_again=spend_again,
          buckets=buckets, ledger=ledger, seed=seed, quiet=quiet, work_dir=work_dir,
@@ -182,6 +191,7 @@ def visits(
 
 
 @app.command("trajectories")
+@writes_files("input", "model")
 def trajectories(
     input: Path = typer.Argument(..., help="Points: user, time, lat, lon (CSV/Parquet/JSON)."),
     output: Path = OUT,

@@ -17,8 +17,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+import functools
+import inspect
+import os
+import shlex
+import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import typer
 
@@ -44,8 +49,25 @@ INPUT_FORMAT = typer.Option(None, "--input-format",
 DELIMITER = typer.Option(None, "--delimiter",
                          help="CSV field delimiter of the input (default ',', tab for .tsv).")
 
+#: ``--force``: replace an existing output (never one of the command's inputs).
+FORCE = typer.Option(False, "--force",
+                     help="Replace an existing output file (an input is never overwritten).")
+#: ``--spend-again``: accept another release about a dataset that already has spend.
+SPEND_AGAIN = typer.Option(
+    False, "--spend-again",
+    help="Accept another release about people who already received one from this dataset "
+         "(any copy or format of it): it spends the budget again, capped by the total "
+         "declared with `veil budget set`.")
+#: ``--ledger``: the privacy ledger charged by a DP command.
+LEDGER = typer.Option(
+    None, "--ledger",
+    help="Privacy ledger file. Default: $VEIL_LEDGER, else $VEIL_HOME/ledger.sqlite "
+         "(VEIL_HOME defaults to ~/.local/share/veil). Refused if the dataset's budget is "
+         "recorded in another ledger.")
+
 __all__ = [
     "EPSILON", "SEED", "OUTPUT", "FORMAT", "OUTPUT_FORMAT", "INPUT", "INPUT_FORMAT", "DELIMITER",
+    "FORCE", "SPEND_AGAIN", "LEDGER", "writes_files",
     "output_path", "output_format", "read_input", "check_epsilon_option", "write_output", "echo_release",
     "check_column_option", "naming_file",
 ]
@@ -86,6 +108,54 @@ def check_column_option(value: str, option: str) -> str:
     if not isinstance(value, str) or value == "":
         raise ParameterError(f"{option} must name a column, got an empty name")
     return value
+
+
+def _command_line() -> str:
+    """The command as the user typed it (for the ledger's record)."""
+    from . import _STATE
+
+    argv = _STATE.get("argv")
+    if argv is None:
+        argv = sys.argv[1:]
+    return shlex.join(["veil", *map(str, argv)])
+
+
+def writes_files(*input_params: str) -> Callable:
+    """Decorate a command that writes files (below ``@app.command``).
+
+    While the command runs: no writer may replace one of the files named by the parameters
+    ``input_params`` (paths, lists of paths, or option strings that name an existing file),
+    an existing output is refused unless the command's ``force`` parameter is true, and
+    symbolic links are never written through (:func:`veil.io.output_policy`). DP commands also
+    get a ledger session (:func:`veil.ledger.session`) configured by their ``ledger`` and
+    ``spend_again`` parameters: what they :func:`veil.ledger.charge` is committed when they
+    return and cancelled when they fail before writing.
+    """
+    def deco(fn: Callable) -> Callable:
+        sig = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            from ..io.write import output_policy
+            from ..ledger import session
+
+            arg = sig.bind_partial(*args, **kwargs).arguments
+            paths: list[Any] = []
+            for name in input_params:
+                v = arg.get(name)
+                paths.extend(v if isinstance(v, list | tuple) else [v])
+            paths = [p for p in paths if isinstance(p, str | os.PathLike) and os.path.exists(p)]
+            with output_policy(paths, force=bool(arg.get("force", False))):
+                with session(ledger=arg.get("ledger"), spend_again=bool(arg.get("spend_again")),
+                             command=_command_line()) as s:
+                    result = fn(*args, **kwargs)
+            for note in s.notes:
+                typer.echo(note, err=True)
+            return result
+
+        return wrapper
+
+    return deco
 
 
 def output_path(path: Path) -> Path:

@@ -8,6 +8,8 @@ from typing import Optional
 import numpy as np
 import typer
 
+from .common import FORCE, writes_files
+
 app = typer.Typer(no_args_is_help=True,
                   help="Synthetic data to try veil on (no network, nothing from ../shared).")
 
@@ -15,6 +17,7 @@ KINDS = ("checkins", "trajectories", "points", "census", "categories")
 
 
 @app.command("synth")
+@writes_files()
 def synth(
     kind: str = typer.Argument(..., help="checkins, trajectories, points, census or categories."),
     output: Path = typer.Option(..., "--output", "-o", help="CSV, Parquet or JSON file."),
@@ -23,6 +26,7 @@ def synth(
     steps: int = typer.Option(96, "--steps", help="Time steps per user (trajectories)."),
     seed: Optional[int] = typer.Option(
         None, "--seed", help="Makes the synthetic *data* reproducible (it is not private data)."),
+    force: bool = FORCE,
 ) -> None:
     """Generate a synthetic data set (a fictional city, its visitors, or a census)."""
     from ..datasets import synthetic as syn

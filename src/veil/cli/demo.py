@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from . import app
-from .common import SEED
+from .common import FORCE, SEED
 
 
 @app.command("demo")
@@ -17,9 +17,18 @@ def demo(
                                 help="Folder for report/index.html and its data."),
     seed: Optional[int] = SEED,
     quick: bool = typer.Option(False, "--quick", help="Smaller sizes (for tests)."),
+    force: bool = FORCE,
 ) -> None:
     """Run every capability on embedded synthetic data and write an HTML report."""
+    from ..errors import ParameterError
     from ..report.demo import run_demo
+
+    if output.is_symlink():
+        raise ParameterError(f"--output: {str(output)!r} is a symbolic link; veil never writes "
+                             "through a link")
+    if (output / "index.html").exists() and not force:
+        raise ParameterError(f"--output: {str(output)!r} already holds a report; pass --force "
+                             "to replace it")
 
     index = run_demo(output, seed=seed, quick=quick)
     typer.echo(f"report written to {index}")

@@ -11,7 +11,7 @@ import numpy as np
 import typer
 
 from ..errors import DataError, ParameterError, PrivacyWarning
-from .common import EPSILON, SEED
+from .common import EPSILON, FORCE, LEDGER, SEED, SPEND_AGAIN, writes_files
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Differentially private histograms (publish, evaluate).")
@@ -52,6 +52,16 @@ def read_values(path: Path, column: str) -> np.ndarray:
     from ..io import read_columns
 
     return np.asarray(read_columns(path, columns={column: "float"})[column], dtype=np.float64)
+
+
+def read_values_users(path: Path, column: str, user: str) -> tuple[np.ndarray, np.ndarray]:
+    """One value per record and its user (text); both columns checked, no missing cell."""
+    from ..io import read_columns
+
+    if user == column:
+        raise ParameterError(f"--user-column and --column must differ, both are {column!r}")
+    cols = read_columns(path, columns={column: "float", user: "str"})
+    return np.asarray(cols[column], dtype=np.float64), cols[user]
 
 
 def parse_bins(spec: Optional[str], *, values: Optional[np.ndarray],
@@ -102,6 +112,7 @@ def parse_bins(spec: Optional[str], *, values: Optional[np.ndarray],
 # ----------------------------------------------------------------------------- commands
 
 @app.command("publish")
+@writes_files("input")
 def publish_cmd(
     input: Path = typer.Argument(..., help="CSV or Parquet file (read with DuckDB)."),
     column: str = typer.Option(..., "--column", "-c", help="Column with one value per record "
@@ -128,10 +139,19 @@ def publish_cmd(
                                                   "without it auto spends a small share of "
                                                   "epsilon on a noisy total)."),
     branching: Optional[int] = typer.Option(None, "--branching", help="Tree arity (boost)."),
+    user_column: Optional[str] = typer.Option(
+        None, "--user-column", help="Column naming each record's person: with --max-records, "
+        "the histogram protects people (every record of a user), not single records."),
+    max_records: Optional[int] = typer.Option(
+        None, "--max-records", help="Public bound m on records per user (with --user-column): "
+        "at most m records per user are kept, sampled uniformly; epsilon is then per user."),
     seed: Optional[int] = SEED,
+    force: bool = FORCE,
+    spend_again: bool = SPEND_AGAIN,
+    ledger: Optional[Path] = LEDGER,
 ) -> None:
     """Publish an epsilon-DP histogram of a column, with a JSON sidecar describing the release."""
-    from ..histograms import publish
+    from ..histograms import publish, publish_records
     from ..histograms.api import METHODS
     from ..random import make_rng
     from ..validation import check_choice, check_counts, check_epsilon
@@ -147,9 +167,17 @@ def publish_cmd(
         raise ParameterError(f"--output must end in {', '.join(_FORMATS)}, got {output.name!r}")
     if not output.parent.exists():
         raise ParameterError(f"--output: folder {str(output.parent)!r} does not exist")
+    if (user_column is None) != (max_records is None):
+        raise ParameterError("--user-column and --max-records go together: a per-person "
+                             "histogram needs the user of each record and a public bound on "
+                             "records per user")
+    users = None
     if counts:
         if bins is not None or bins_from_data:
             raise ParameterError("--counts reads one count per bin: do not pass --bins")
+        if user_column is not None:
+            raise ParameterError("--counts reads counts per bin: --user-column and "
+                                 "--max-records apply to records")
         hist = read_counts(input, column=column)
         if hist.size == 0:
             raise DataError("the file has no rows: a histogram needs at least one bin",
@@ -158,17 +186,30 @@ def publish_cmd(
         lower = np.arange(hist.size, dtype=np.float64)
         upper = lower + 1
     else:
-        values = read_values(input, column)
+        if user_column is None:
+            values = read_values(input, column)
+        else:
+            values, users = read_values_users(input, column, user_column)
         edges = parse_bins(bins, values=values, from_data=bins_from_data)
-        hist, _ = np.histogram(values, bins=edges)
-        hist = hist.astype(np.int64)
         lower, upper = edges[:-1], edges[1:]
     given = {key: v for key, v in (("k", k), ("count_bound", count_bound),
                                     ("branching", branching)) if v is not None}
     params = mechanism_options(method, given)
+    from ..ledger import charge
+
+    charge(input, amount=epsilon, unit="user" if max_records is not None else "record",
+           read=[column] + ([user_column] if user_column else []),
+           outputs=[output, sidecar_path(output)])
     rng = make_rng(seed=seed) if seed is not None else make_rng()
-    rel = publish(hist, epsilon=epsilon, method=method, rng=rng, records_bound=records_bound,
-                  **params)
+    if counts:
+        rel = publish(counts=hist, epsilon=epsilon, method=method, rng=rng,
+                      records_bound=records_bound, **params)
+        n_bins = int(hist.size)
+    else:
+        rel = publish_records(values, bins=edges, users=users, max_records=max_records,
+                              epsilon=epsilon, method=method, rng=rng,
+                              records_bound=records_bound, **params)
+        n_bins = int(edges.size - 1)
     import dataclasses
 
     notes = list(rel.notes)
@@ -177,15 +218,17 @@ def publish_cmd(
             typer.echo(f"note: {note}", err=True)
     if seed is not None:
         notes.append("produced with a fixed --seed: for experiments only, not private")
-    table = {"bin": np.arange(hist.size), "lower": lower, "upper": upper,
+    table = {"bin": np.arange(n_bins), "lower": lower, "upper": upper,
              "count": np.asarray(rel.value, dtype=np.float64)}
     info = {"file": str(input), "column": column, "mode": "counts" if counts else "records",
-            "bins": int(hist.size), "bins_from_data": bool(bins_from_data),
+            "bins": n_bins, "bins_from_data": bool(bins_from_data),
             "records_outside_bins": "not counted (their number is not published)"}
+    if user_column is not None:
+        info.update(user_column=user_column, max_records=int(max_records))
     out_rel = dataclasses.replace(rel, value=table, notes=tuple(notes),
                                   parameters={**rel.parameters, "input": info})
     _, side = write_release(out_rel, output)
-    typer.echo(f"{rel.mechanism}: {hist.size} bins, epsilon={epsilon:g} "
+    typer.echo(f"{rel.mechanism}: {n_bins} bins, epsilon={epsilon:g} "
                f"(split {json.dumps(rel.metadata()['budget_split'])}) -> {output} "
                f"(+ {sidecar_path(output).name})")
 
@@ -246,6 +289,7 @@ def evaluate_cmd(
                            "records": int(tru.sum()), "bins": int(tru.size)}, indent=2))
 
 
+@writes_files()
 def bench(
     speed: bool = typer.Option(False, "--speed", help="Speed of every method at n = 4096."),
     hdmm: bool = typer.Option(False, "--hdmm", help="HDMM's exact expected error vs HB, "
@@ -262,10 +306,16 @@ def bench(
                                "2 eps, 2 scales, few repeats."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write rows as JSON "
                                           "(and the error-vs-scale plot next to it as .png)."),
+    force: bool = FORCE,
 ) -> None:
     """DP histograms: speed, HDMM's closed form and the DPBench table (real data in ../shared)."""
     from ..histograms.bench import run
 
+    if output is not None:  # refuse a bad output before minutes of benchmarking
+        from ..io import check_output_target
+
+        for target in (output, Path(output).with_suffix(".png")):
+            check_output_target(target)  # an input, a link or (without --force) an existing file
     names = None if datasets is None else [d.strip() for d in datasets.split(",") if d.strip()]
     run(speed=speed, hdmm=hdmm, accuracy=accuracy, fit_auto=fit_auto, trials=trials, n=n,
         datasets=names, quick=quick, output=output, log=typer.echo)

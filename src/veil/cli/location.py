@@ -10,9 +10,9 @@ from typing import Optional
 
 import typer
 
-from .common import (DELIMITER, EPSILON, INPUT, INPUT_FORMAT, OUTPUT, OUTPUT_FORMAT, SEED,
-                     check_epsilon_option, echo_release, output_format, output_path, read_input,
-                     write_output)
+from .common import (DELIMITER, EPSILON, FORCE, INPUT, INPUT_FORMAT, LEDGER, OUTPUT,
+                     OUTPUT_FORMAT, SEED, SPEND_AGAIN, check_epsilon_option, echo_release,
+                     output_format, output_path, read_input, write_output, writes_files)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Geo-indistinguishable location obfuscation and optimal noise design.")
@@ -84,6 +84,7 @@ def parse_region(spec: str):
 
 
 @app.command("obfuscate")
+@writes_files("input", "key_file", "region", "remap_prior")
 def obfuscate(
     input: Path = INPUT,
     epsilon: float = typer.Option(..., "--epsilon", "-e",
@@ -126,6 +127,9 @@ def obfuscate(
     input_format: Optional[str] = INPUT_FORMAT,
     delimiter: Optional[str] = DELIMITER,
     seed: Optional[int] = SEED,
+    force: bool = FORCE,
+    spend_again: bool = SPEND_AGAIN,
+    ledger: Optional[Path] = LEDGER,
 ) -> None:
     """Report every point with planar Laplace noise (eps-geo-indistinguishability).
 
@@ -186,12 +190,31 @@ def obfuscate(
     table = read_input(input, columns=cols, input_format=input_format,
                        delimiter=delimiter, keep_others=True)
     pts = np.column_stack((table.column(lat).to_numpy(), table.column(lon).to_numpy()))
+    from ..io import sidecar_path
+    from ..ledger import charge
+
+    repeat = None
+    new_key = False
+    if consistent:
+        import hashlib
+
+        new_key = not Path(key_file).exists()
+        key = _new_key(key_file) if new_key else _load_or_create_key(key_file)
+        # keyed noise: the same key, data and parameters publish the same points again
+        repeat = "repeat:" + hashlib.sha256(
+            b"veil-consistent|" + key + f"|{eps!r}|{window_s!r}|{cell!r}|{res!r}".encode()
+        ).hexdigest()
+    charge(input, budget="epsilon_per_metre", amount=eps, unit="record", read=list(cols),
+           outputs=[out, sidecar_path(out)], format=input_format, delimiter=delimiter,
+           job=repeat)
+    if new_key:  # only once the release is accepted: a refused run leaves no key behind
+        _load_or_create_key(key_file, key)
     rng = make_rng(seed=seed)
     if consistent:
         from ..geo.geoind import ConsistentObfuscator
 
         ob = ConsistentObfuscator(epsilon=eps, window_s=window_s, cell_m=cell,
-                                  key=_load_or_create_key(key_file), resolution=res)
+                                  key=key, resolution=res)
         users = (None if user_column is None
                  else table.column(user_column).to_numpy(zero_copy_only=False))
         rel = ob.obfuscate(pts, t=table.column(time_column).to_numpy(), user=users)
@@ -242,8 +265,19 @@ def _read_prior(path: Path):
     return np.column_stack((cols["lat"], cols["lon"])), w
 
 
-def _load_or_create_key(path: Path) -> bytes:
-    """Read a secret key file, or create one with 32 random bytes (mode 0600)."""
+def _new_key(path: Path) -> bytes:
+    """32 random bytes for a key file that does not exist yet (its folder must exist)."""
+    import os
+
+    from ..errors import ParameterError
+
+    if not Path(path).parent.exists():
+        raise ParameterError(f"--key-file: folder {str(Path(path).parent)!r} does not exist")
+    return os.urandom(32)
+
+
+def _load_or_create_key(path: Path, new: bytes | None = None) -> bytes:
+    """Read a secret key file, or create one (mode 0600) holding ``new`` or 32 random bytes."""
     import os
 
     from ..errors import ParameterError
@@ -256,7 +290,7 @@ def _load_or_create_key(path: Path) -> bytes:
         return key
     if not p.parent.exists():
         raise ParameterError(f"--key-file: folder {str(p.parent)!r} does not exist")
-    key = os.urandom(32)
+    key = os.urandom(32) if new is None else new
     fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as fh:
         fh.write(key)
@@ -265,6 +299,7 @@ def _load_or_create_key(path: Path) -> bytes:
 
 
 @app.command("noise")
+@writes_files()
 def noise(
     privacy: str = typer.Option("geo", "--privacy",
                                 help="geo (eps per metre) or D-eps ((D, eps)-location privacy)."),
@@ -277,6 +312,7 @@ def noise(
                                         "the whole plane."),
     output: Optional[Path] = typer.Option(None, "--output", "-o",
                                           help="Write the result as JSON (atomically)."),
+    force: bool = FORCE,
 ) -> None:
     """Find the optimal circular noise function for a privacy notion and a loss.
 
@@ -320,6 +356,7 @@ MAX_RISK_CELLS = 5000
 
 
 @app.command("risk")
+@writes_files("prior", "region")
 def risk(
     epsilon: float = typer.Option(..., "--epsilon", "-e", help="Privacy per METRE of the "
                                   "planar Laplace reports (> 0)."),
@@ -332,6 +369,7 @@ def risk(
     cell: float = typer.Option(200.0, "--cell", help="Cell side in metres of the prior's grid."),
     output: Optional[Path] = typer.Option(None, "--output", "-o",
                                           help="Also write the result as JSON (atomically)."),
+    force: bool = FORCE,
 ) -> None:
     """The Bayesian adversary's expected error against planar Laplace reports.
 
@@ -395,12 +433,14 @@ def risk(
 NYC_BOX = (40.70, -74.02, 40.82, -73.93)
 
 
+@writes_files()
 def bench(
     epsilons: str = typer.Option("0.0005,0.001,0.002,0.005", "--epsilons",
                                  help="Comma-separated eps per metre."),
     cells: int = typer.Option(8, "--cells", help="Grid cells per side for the LP (k x k)."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write a PNG of the comparison."),
     seed: Optional[int] = SEED,
+    force: bool = FORCE,
 ) -> None:
     """Real data: planar Laplace vs the LP optimum on a grid (Foursquare NYC check-ins).
 
@@ -478,6 +518,9 @@ def bench(
         ax.set_xlabel("epsilon (per metre)")
         ax.set_ylabel("expected distance (m)")
         ax.legend(frameon=False, fontsize=8)
-        fig.savefig(output_path(plot), dpi=110, bbox_inches="tight")
+        from ..io import atomic_path
+
+        with atomic_path(output_path(plot)) as tmp:
+            fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
         plt.close(fig)
         typer.echo(f"wrote {plot}", err=True)

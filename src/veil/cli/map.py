@@ -10,7 +10,8 @@ from typing import List, Optional
 
 import typer
 
-from .common import DELIMITER, EPSILON, INPUT_FORMAT, SEED
+from .common import (DELIMITER, EPSILON, FORCE, INPUT_FORMAT, LEDGER, SEED, SPEND_AGAIN,
+                     writes_files)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="DP density maps of locations (publish, query).")
@@ -78,6 +79,7 @@ def _check_columns(options: dict) -> None:
 
 
 @app.command("publish")
+@writes_files("input")
 def publish_cmd(
     input: Path = typer.Argument(..., help="Points: .csv/.tsv, .parquet or .json (read with "
                                  "DuckDB, streamed)."),
@@ -129,6 +131,9 @@ def publish_cmd(
     input_format: Optional[str] = INPUT_FORMAT,
     delimiter: Optional[str] = DELIMITER,
     seed: Optional[int] = SEED,
+    force: bool = FORCE,
+    spend_again: bool = SPEND_AGAIN,
+    ledger: Optional[Path] = LEDGER,
 ) -> None:
     """Publish an epsilon-DP map of points: per-person bounding, grid counts in DuckDB, noise.
 
@@ -155,6 +160,13 @@ def publish_cmd(
     g = _grid(bbox, region, bbox_from_data, grid, cell_size, path=input, lat=lat, lon=lon,
               input_format=input_format, delimiter=delimiter)
     params = {k: v for k, v in (("height", height), ("branching", branching)) if v is not None}
+    from ..ledger import charge
+
+    # one map at epsilon per person (per point with --protects record), charged to the
+    # input's content identity before anything is computed, committed once written
+    charge(input, amount=float(epsilon), unit=protects, outputs=outputs,
+           read=[c for c in (lat, lon, user if protects == "user" else None, time) if c],
+           format=input_format, delimiter=delimiter)
     rng = make_rng(seed=seed) if seed is not None else make_rng()
     rel = publish_points(input, g, epsilon=epsilon, method=method, lat=lat, lon=lon,
                          user=user if protects == "user" else None, time=time,
@@ -210,15 +222,21 @@ def regions_cmd() -> None:
         typer.echo(f"{name:18} {','.join(f'{v:.6g}' for v in box)}  {desc}")
 
 
+@writes_files()
 def bench(
     quick: bool = typer.Option(False, "--quick", help="2 runs, one scale (a first look)."),
     runs: int = typer.Option(10, "--runs", help="Runs per setting."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the rows as "
                                           "JSON."),
+    force: bool = FORCE,
 ) -> None:
     """DP maps: the DPBench 2-D protocol on the shared 2-D data and held-out real maps."""
     from ..maps.bench import accuracy_table
 
+    if output is not None:  # refuse a bad output before minutes of benchmarking
+        from ..io import check_output_target
+
+        check_output_target(output)
     rows, text = accuracy_table(runs=2 if quick else runs,
                                 scales=(10**4,) if quick else (10**4, 10**6, 10**8),
                                 log=typer.echo)

@@ -13,15 +13,16 @@ from typing import Optional
 
 import typer
 
-from .common import (DELIMITER, EPSILON, INPUT, INPUT_FORMAT, OUTPUT, OUTPUT_FORMAT, SEED,
-                     check_epsilon_option, echo_release, output_format, output_path, read_input,
-                     write_output)
+from .common import (DELIMITER, EPSILON, FORCE, INPUT, INPUT_FORMAT, LEDGER, OUTPUT,
+                     OUTPUT_FORMAT, SEED, SPEND_AGAIN, check_epsilon_option, echo_release,
+                     output_format, output_path, read_input, write_output, writes_files)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Generic noise mechanisms on a column of a file (geometric for counts).")
 
 
 @app.command("counts")
+@writes_files("input")
 def counts(
     input: Path = INPUT,
     column: str = typer.Option(..., "--column", "-c",
@@ -39,6 +40,9 @@ def counts(
     input_format: Optional[str] = INPUT_FORMAT,
     delimiter: Optional[str] = DELIMITER,
     seed: Optional[int] = SEED,
+    force: bool = FORCE,
+    spend_again: bool = SPEND_AGAIN,
+    ledger: Optional[Path] = LEDGER,
 ) -> None:
     """Add exact discrete Laplace (geometric) noise to a column of counts.
 
@@ -67,6 +71,11 @@ def counts(
     table = read_input(input, columns={column: "count"}, input_format=input_format,
                        delimiter=delimiter, keep_others=True)
     values = table.column(column).to_numpy()
+    from ..io import sidecar_path
+    from ..ledger import charge
+
+    charge(input, amount=eps, unit="record", read=[column], outputs=[out, sidecar_path(out)],
+           format=input_format, delimiter=delimiter)
     rel = geometric_mechanism(values, epsilon=eps, sensitivity=sens, rng=make_rng(seed=seed))
     noisy = np.asarray(rel.value, dtype=np.int64)
     notes = list(rel.notes)

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from ..errors import ParameterError
-from .common import SEED
+from .common import FORCE, SEED, writes_files
 
 app = typer.Typer(no_args_is_help=True, help=__doc__)
 constraints_app = typer.Typer(no_args_is_help=True,
@@ -168,6 +168,7 @@ def _hierarchies(folder, items, qi_cols):
 
 
 @app.command("anonymize")
+@writes_files("input", "constraints")
 def anonymize_cmd(
     input: Path = typer.Argument(..., help="Input table (CSV or Parquet), read as text."),
     k: int = typer.Option(..., "--k", "-k", help="Minimum class size on the QI tuple (>= 2)."),
@@ -217,6 +218,7 @@ def anonymize_cmd(
     delimiter: Optional[str] = DELIMITER,
     skip_initial_space: bool = SKIP_SPACE,
     seed: Optional[int] = SEED,
+    force: bool = FORCE,
 ) -> None:
     """k-anonymize a table (suppression or generalization), meeting diversity constraints.
 
@@ -313,6 +315,7 @@ def _suppression_utility(table, res, qi_cols):
 
 
 @app.command("risk")
+@writes_files("input", "population")
 def risk_cmd(
     input: Path = typer.Argument(..., help="Table (CSV or Parquet), read as text."),
     qi: str = typer.Option(..., "--qi", help="Quasi-identifier columns, comma-separated."),
@@ -331,6 +334,7 @@ def risk_cmd(
     names: Optional[str] = NAMES,
     delimiter: Optional[str] = DELIMITER,
     skip_initial_space: bool = SKIP_SPACE,
+    force: bool = FORCE,
 ) -> None:
     """Re-identification risk: prosecutor, journalist, marketer (ARX's definitions), uniqueness.
 
@@ -482,12 +486,14 @@ def satisfiable_cmd(constraints: Path = typer.Argument(..., help="Constraint fil
 
 
 @constraints_app.command("minimize")
+@writes_files("constraints")
 def minimize_cmd(
     constraints: Path = typer.Argument(..., help="Constraint file."),
     output: Optional[Path] = typer.Option(None, "--output", "-o",
                                           help="Write the minimal cover here (atomically)."),
     exact: bool = EXACT,
     axioms: bool = AXIOMS,
+    force: bool = FORCE,
 ) -> None:
     """Remove constraints implied by the others (minimal cover)."""
     from ..tables import format_constraints, redundant_constraints
@@ -513,12 +519,14 @@ def minimize_cmd(
         typer.echo(f"wrote {len(keep)} of {len(cs)} constraints to {out}")
 
 
+@writes_files()
 def bench(
     quick: bool = typer.Option(False, "--quick", help="Small sizes (a few seconds)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o",
                                           help="Also write the results as JSON here."),
     repeats: int = typer.Option(3, "--repeats", help="Runs per configuration (median)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the constraint generator."),
+    force: bool = FORCE,
 ) -> None:
     """DIVA vs constraint-free baselines on UCI Adult and synthetic tables."""
     from ..tables.experiment import format_results, run_experiment

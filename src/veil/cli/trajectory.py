@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from .common import EPSILON, SEED
+from .common import EPSILON, FORCE, LEDGER, SEED, SPEND_AGAIN, writes_files
 
 app = typer.Typer(no_args_is_help=True, help="Release locations under temporal correlations.")
 
@@ -78,6 +78,7 @@ def _sequences(inputs, grid, time_column, user_column):
 
 
 @app.command("model")
+@writes_files("inputs")
 def model_cmd(
     inputs: List[Path] = typer.Argument(..., help="GeoLife .plt files or folders (searched "
                                         "recursively), or CSV/Parquet files with user,t,lat,"
@@ -98,6 +99,7 @@ def model_cmd(
     time_column: Optional[str] = typer.Option(None, "--time-column", help=TIME_HELP),
     user_column: str = typer.Option("user", "--user-column",
                                     help="User column (one sequence per user)."),
+    force: bool = FORCE,
 ) -> None:
     """Learn a first-order Markov model (consecutive fixes' cell transitions, per user).
 
@@ -119,8 +121,11 @@ def model_cmd(
     if m.meta["n_transitions"] == 0:
         raise DataError(f"no transition inside the grid: {n_inside} of {n_points} points fall "
                         f"in it but no two consecutive fixes of one user do")
+    from ..io import atomic_path
+
     try:
-        m.save(output)
+        with atomic_path(output) as tmp:  # never over an input or through a link; --force
+            m.save(tmp)
     except OSError as exc:  # a full disk or a read-only folder: say which file
         raise OSError(exc.errno, f"cannot write {str(output)!r}: {exc.strerror}") from None
     typer.echo(f"model: {g.nx}x{g.ny} grid, {len(seqs)} sequences, "
@@ -141,6 +146,7 @@ def _parse_latlon(text: str, option: str):
 
 
 @app.command("release")
+@writes_files("input", "model")
 def release_cmd(
     input: Path = typer.Argument(..., help="A CSV/Parquet with [user,]t,lat,lon (time-sorted "
                                  "per user) or a GeoLife .plt file."),
@@ -174,6 +180,9 @@ def release_cmd(
                                     help="User column: each user's trajectory is released "
                                          "separately (epsilon per timestamp per user)."),
     seed: Optional[int] = SEED,
+    force: bool = FORCE,
+    spend_again: bool = SPEND_AGAIN,
+    ledger: Optional[Path] = LEDGER,
 ) -> None:
     """Release one noisy location per fix: epsilon-DP per timestamp within the delta-set."""
     import numpy as np
@@ -225,6 +234,20 @@ def release_cmd(
     cells[keep] = cells_kept
     groups = [(u, rows[keep[rows]]) for u, rows in split_users(track)]
     groups = [(u, rows) for u, rows in groups if rows.size]
+    from ..identity import identity_of_table
+    from ..ledger import charge
+
+    from ..geo.temporal.release import trajectory_budget_bound
+
+    # a trajectory is one person's: T released timestamps at epsilon each (plus the public
+    # bound of the float64 snapping correction), T of the longest
+    charge(input, amount=trajectory_budget_bound(
+               m.grid, epsilon=epsilon, n_steps=max((rows.size for _, rows in groups), default=0),
+               mechanism=mechanism, resolution_m=resolution),
+           unit="user", outputs=[output, output.with_name(output.name + ".meta.json")],
+           identity=identity_of_table({"user": np.asarray(track.user).astype(str),
+                                       "time": track.t, "lat": track.lat, "lon": track.lon},
+                                      label=str(input)))
     root = make_rng(seed=seed) if seed is not None else make_rng()
     streams = spawn(root, len(groups))
     n = int(keep.sum())
@@ -273,9 +296,9 @@ def release_cmd(
                                 user=out_user if has_users else None)
     side_text = sidecar(to_jsonable(meta))
     try:  # both files or neither (no data file without its sidecar)
-        with atomic_paths(output, sidecar_path) as (tmp_table, tmp_side):
-            tmp_table.write_text(table_text, encoding="utf-8")
-            tmp_side.write_text(side_text, encoding="utf-8")
+        with atomic_paths(output, sidecar_path) as (tmp_data, tmp_meta):
+            tmp_data.write_text(table_text, encoding="utf-8")
+            tmp_meta.write_text(side_text, encoding="utf-8")
     except OSError as exc:  # a full disk or a read-only folder: say which file
         raise OSError(exc.errno, f"cannot write {str(output)!r}: {exc.strerror}") from None
     typer.echo(f"released {n} points of {len(groups)} user(s) with {mechanism} "
@@ -285,6 +308,7 @@ def release_cmd(
 
 
 @app.command("risk")
+@writes_files("original", "released")
 def risk_cmd(
     original: Path = typer.Argument(..., help="The true trajectories (user,t,lat,lon): where "
                                     "the adversary's background knowledge comes from."),
@@ -306,6 +330,7 @@ def risk_cmd(
                                           help="Also write the JSON result (atomically)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the attack's random "
                                        "choices (reproducible assessment; no privacy role)."),
+    force: bool = FORCE,
 ) -> None:
     """Re-identification risk of a trajectory set before and after release.
 

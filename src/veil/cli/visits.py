@@ -30,6 +30,7 @@ import numpy as np
 import typer
 
 from ..errors import DataError, ParameterError, PrivacyWarning
+from .common import FORCE, writes_files
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Sanitize location-visit histograms: hide sensitive places, resemble or "
@@ -612,6 +613,7 @@ def _run_checked(problem: str, input_path: Path, *, output, report, sensitive, c
 
 # ----------------------------------------------------------------------------- commands
 @app.command("hide")
+@writes_files("input_path", "taxonomy", "resample_profile", "categories", "sensitive")
 def hide_cmd(
     input_path: Path = INPUT,
     sensitive: List[str] = typer.Option([], "--sensitive", "-s",
@@ -644,6 +646,7 @@ def hide_cmd(
     user_column: str = USER_COL,
     category_column: str = CAT_COL,
     rollup_depth: Optional[int] = ROLLUP,
+    force: bool = FORCE,
 ) -> None:
     """SLH: zero the sensitive places and redistribute their visits with the least quality loss."""
     _run("hide", input_path, output=output, report=report, sensitive=sensitive,
@@ -685,6 +688,7 @@ def _tr_ta(problem):
         user_column: str = USER_COL,
         category_column: str = CAT_COL,
         rollup_depth: Optional[int] = ROLLUP,
+        force: bool = FORCE,
     ) -> None:
         _run(problem, input_path, output=output, report=report, sensitive=None,
              categories=categories, domain_from_data=domain_from_data, allow_unmatched=False,
@@ -703,8 +707,8 @@ def _tr_ta(problem):
     return cmd
 
 
-app.command("resemble")(_tr_ta("resemble"))
-app.command("avoid")(_tr_ta("avoid"))
+app.command("resemble")(writes_files("input_path", "target", "taxonomy")(_tr_ta("resemble")))
+app.command("avoid")(writes_files("input_path", "target", "taxonomy")(_tr_ta("avoid")))
 
 
 def bench(

@@ -6,12 +6,11 @@ import glob
 import hashlib
 import json
 import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import BudgetExceededError, DataError, ParameterError
+from ..errors import DataError, ParameterError
 from ..release import to_jsonable
 from ..validation import check_choice, check_int
 
@@ -61,8 +60,8 @@ class Job:
         Allow a new release for users that already received one from the same
         input (each release spends the per-user budget again).
     ledger : str or Path, optional
-        Privacy ledger file (default ``$VEIL_LEDGER`` or
-        ``~/.local/share/veil/ledger.json``).
+        Privacy ledger file (default ``$VEIL_LEDGER``, else ``$VEIL_HOME/ledger.sqlite``;
+        see :mod:`veil.ledger`).
     progress : bool
         Show a progress bar.
     work_dir : str or Path, optional
@@ -188,50 +187,154 @@ def read_manifest(output: Path) -> dict[str, Any] | None:
                         "--output", path=str(p)) from None
 
 
+def staging_source(job: Job, src: str, columns: list[str]) -> str:
+    """The rows a job stages: ``src`` itself, or at most ``params["max_records"]`` rows per
+    user, sampled uniformly inside DuckDB (:mod:`veil.bounding`), when the task bounds users.
+
+    The sampling key is derived from the job's fingerprint (and so from its seed, if any): the
+    same job keeps the same rows when a resumed run checks the input against what it staged.
+    Which rows are kept depends only on each user's own rows, as the sensitivity argument
+    needs; the key need not be secret (it shapes no noise).
+    """
+    m = job.params.get("max_records") if isinstance(job.params, dict) else None
+    if not m:
+        return src
+    from ..bounding import bounded_sql
+
+    key = int(hashlib.sha256(b"veil-bounding|" + job.fingerprint().encode()).hexdigest()[:15],
+              16)
+    return "(" + bounded_sql(src, user=job.user_column, columns=columns, max_records=int(m),
+                             key=key) + ")"
+
+
 # --------------------------------------------------------------------------- ledger
+# The engine's side of the privacy ledger (veil.ledger): reserve the job's per-user cost
+# before any work, commit it once the manifest is complete, release it when the job fails
+# before anything was written. A resumed job finds its own open reservation (same job key)
+# and spends nothing more.
 def ledger_path(job: Job) -> Path:
-    if job.ledger:
-        return Path(job.ledger)
-    env = os.environ.get("VEIL_LEDGER")
-    if env:
-        return Path(env)
-    return Path.home() / ".local" / "share" / "veil" / "ledger.json"
+    """The ledger the job charges (``job.ledger``, else ``$VEIL_LEDGER``, else the home one)."""
+    from ..ledger import ledger_path as _path
+
+    return _path(job.ledger)
 
 
-def check_and_record_ledger(job: Job, epsilon: float, fingerprint: str) -> None:
-    """Refuse a second release of the same input's users unless ``spend_again``.
+def job_epsilon(job: Job, task, params: dict[str, Any]) -> tuple[float, str]:
+    """What the job spends per user, and the unit its guarantee protects.
 
-    The ledger maps an input identity (absolute paths, sizes, modification
-    times) to the releases made from it. A release is recorded when the job
-    starts: a partial release already spent budget.
+    Per-timestamp tasks (trajectories) spend ``T x epsilon`` per user by sequential
+    composition, with ``T`` the most rows any user has in the input (an upper bound on the
+    timestamps released for that user; the timestamps are public in the PIM model).
+    Tasks with ``params["max_records"]`` bound every user's contribution and protect users;
+    the others protect single records of a user (event level).
+    """
+    eps = float(task.epsilon(params))
+    if eps <= 0:
+        return 0.0, "record"
+    if task.extra.get("epsilon_unit") == "per timestamp":
+        return eps * _max_rows_per_user(job), "user"
+    return eps, "user" if params.get("max_records") else "record"
+
+
+def _max_rows_per_user(job: Job) -> int:
+    import duckdb
+
+    from ..io import sql
+    from .runner import _source_sql
+
+    con = duckdb.connect()
+    try:
+        src = _source_sql(job.input_files())
+        u = sql.ident(job.user_column)
+        got = con.sql(f"SELECT max(n) FROM (SELECT count(*) AS n FROM {src} GROUP BY {u})"
+                      ).fetchall()[0][0]
+    finally:
+        con.close()
+    return int(got or 0)
+
+
+def _job_key(job: Job, fingerprint: str) -> str:
+    return f"{job.task}|{Path(job.output).resolve()}|{fingerprint}"
+
+
+def reserve_ledger(job: Job, epsilon: float, fingerprint: str, *, unit: str = "record",
+                   read: list[str] | None = None, resume: bool = False):
+    """Reserve ``epsilon`` per user on the job's input dataset before anything runs.
+
+    The dataset is recognized by content (:mod:`veil.identity`) over all input files, so a
+    copy, a conversion or a move of the input, or moving the output away and running again,
+    is the same dataset. Refused (:class:`~veil.errors.BudgetExceededError`) when the
+    dataset already had a release and ``job.spend_again`` is false, when no total is
+    declared for it (``veil budget set``), or when the declared total would be exceeded.
+    With ``resume=True`` (the job continues its own output folder) the job's own entry is
+    found and nothing more is spent. Returns the reservation (``None`` for a job that spends
+    nothing).
     """
     if epsilon <= 0:
-        return
+        return None
+    import contextlib
+
+    from ..identity import identity_of_files
+    from ..ledger import Ledger, check_other_ledgers
+
+    from ..ledger import legacy_note
+
+    ident = identity_of_files(job.input_files())
     path = ledger_path(job)
-    key = hashlib.sha256(json.dumps(job.input_identity(), sort_keys=True).encode()).hexdigest()[:32]
-    data: dict[str, Any] = {}
-    if path.exists():
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise DataError(f"privacy ledger is unreadable ({exc})", path=str(path)) from None
-    entries = data.get(key, [])
-    here = str(Path(job.output).resolve())
+    label = str(job.input)
+    check_other_ledgers(ident, read, path, label)
+    if legacy_note():
+        import sys
 
-    def same_release(e: dict[str, Any]) -> bool:  # the same job into the same folder (a resume)
-        return e.get("job_fingerprint") == fingerprint and e.get("output") == here
+        print(legacy_note(), file=sys.stderr)
+    with contextlib.closing(Ledger(path)) as led:
+        return led.reserve(ident, amount=epsilon, unit=unit, command=_command(job),
+                           label=label, outputs=[str(job.output)], read=read,
+                           spend_again=job.spend_again, job=_job_key(job, fingerprint),
+                           resume=resume)
 
-    previous = [e for e in entries if not same_release(e)]
-    if previous and not job.spend_again:
-        spent = sum(float(e["epsilon_per_user"]) for e in entries)
-        raise BudgetExceededError(
-            f"the users of {job.input} already received {len(previous)} release(s) spending "
-            f"epsilon {spent:g} per user (ledger {path}); a fresh release spends {epsilon:g} more "
-            "per user: pass --spend-again to accept that")
-    if not any(same_release(e) for e in entries):
-        entries.append({"job_fingerprint": fingerprint, "task": job.task,
-                        "epsilon_per_user": epsilon, "output": here,
-                        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-        data[key] = entries
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True))
+
+def _open_reservation(led, job: Job, fingerprint: str):
+    row = led._con.execute("SELECT id FROM entries WHERE job = ? AND state = 'reserved'",
+                           (_job_key(job, fingerprint),)).fetchone()
+    return row[0] if row else None
+
+
+def commit_ledger(job: Job, fingerprint: str) -> None:
+    """Commit the job's reservation (call after the manifest is complete and verified)."""
+    import contextlib
+
+    from ..ledger import Ledger
+
+    path = ledger_path(job)
+    if not path.exists():
+        return
+    with contextlib.closing(Ledger(path)) as led:
+        rid = _open_reservation(led, job, fingerprint)
+        if rid is not None:
+            led.commit(rid)
+
+
+def release_ledger(job: Job, fingerprint: str) -> None:
+    """Cancel the job's reservation: call only when the job failed before writing any part."""
+    import contextlib
+
+    from ..ledger import Ledger
+
+    path = ledger_path(job)
+    if not path.exists():
+        return
+    with contextlib.closing(Ledger(path)) as led:
+        rid = _open_reservation(led, job, fingerprint)
+        if rid is not None:
+            led.cancel(rid, force=True, why="the job failed before writing any output")
+
+
+def _command(job: Job) -> str:
+    """The command line of a `veil batch` run, else a description of the library call."""
+    from ..ledger import active_session
+
+    s = active_session()
+    if s is not None:
+        return s.command
+    return f"veil.engine.run_job(task={job.task!r}, input={str(job.input)!r})"

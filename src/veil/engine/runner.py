@@ -41,7 +41,9 @@ from ..io import sql
 from ..release import to_jsonable
 from . import fsutil
 from .fsutil import fault, private_dir, remove_tree, sha256_file, write_file
-from .job import (MANIFEST, Job, JobResult, check_and_record_ledger, read_manifest)
+from .job import ledger_path as job_ledger_path
+from .job import (MANIFEST, Job, JobResult, commit_ledger, job_epsilon, read_manifest,
+                  release_ledger, reserve_ledger, staging_source)
 from .keys import bucket_entropy, bucket_rng, create_key, load_key, seed_key
 from .lock import JobLock, bucket_lock, wait_for_orphans
 from .pool import WorkerLostError
@@ -271,6 +273,8 @@ def inspect_input(job: Job, task, params: dict[str, Any], con) -> Plan:
                             f"category domain (e.g. {vals[(a, 'example')]!r}); add it to "
                             "--categories (the public domain) or remove those rows",
                             path=path, column=name)
+    # max_records: at most m rows per user are staged (and checked again on resume)
+    src = staging_source(job, src, list(needed.values()))
     return Plan(files, src, exprs, aliases, rows, users)
 
 
@@ -663,9 +667,21 @@ def _run_dask(spec, items, workers, scheduler, on_done) -> None:
 
 
 # --------------------------------------------------------------------------- the job
-def _ledger_reserve(job: Job, epsilon: float, fingerprint: str) -> None:
-    """Privacy ledger: charge the release before any noise is drawn (see veil.engine.job)."""
-    check_and_record_ledger(job, epsilon, fingerprint)
+def _ledger_reserve(job: Job, epsilon: float, fingerprint: str, unit: str, plan: Plan,
+                    resume: bool = False) -> None:
+    """Privacy ledger: reserve the release before any noise is drawn (see veil.engine.job);
+    :func:`commit_ledger` once it is published, :func:`release_ledger` if it never is."""
+    reserve_ledger(job, epsilon, fingerprint, unit=unit,
+                   read=[job.user_column, *[job.columns.get(c, c) for c in plan.aliases[1:]]],
+                   resume=resume)
+
+
+def _per_timestamp(task, params: dict[str, Any], epsilon: float) -> dict[str, Any]:
+    """Manifest fields of a per-timestamp task: epsilon per step and the T it was multiplied by."""
+    if task.extra.get("epsilon_unit") != "per timestamp" or epsilon <= 0:
+        return {}
+    step = float(task.epsilon(params))
+    return {"epsilon_per_timestamp": step, "max_timestamps_per_user": round(epsilon / step)}
 
 
 def _new_state(job: Job, fingerprint: str, epsilon: float, epsilon_unit: str,
@@ -673,6 +689,7 @@ def _new_state(job: Job, fingerprint: str, epsilon: float, epsilon_unit: str,
     return {"format": FORMAT, "job_id": secrets.token_hex(16), "fingerprint": fingerprint,
             "task": job.task, "job": job.describe(), "epsilon": epsilon,
             "epsilon_unit": epsilon_unit, "seeded": job.seed is not None,
+            "ledger": str(job_ledger_path(job)),  # private state: where the job's charge is
             "output": str(Path(os.path.realpath(job.output))),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": 1, "phase": "running",
             "staging": staging}
@@ -804,7 +821,7 @@ def run_job(job: Job) -> JobResult:
     task = get_task(job.task)
     params = task.validate(dict(job.params))
     job.params = params
-    epsilon = float(task.epsilon(params))
+    epsilon, unit = job_epsilon(job, task, params)  # per user: T x epsilon for trajectories
     if job.engine == "dask" and job.scheduler and epsilon > 0 and _insecure(job.scheduler) \
             and not job.insecure_scheduler:
         raise ParameterError(
@@ -825,7 +842,7 @@ def run_job(job: Job) -> JobResult:
             os.rmdir(work)
         raise
     try:
-        return _run_locked(job, task, params, epsilon, fingerprint, out, work, t0)
+        return _run_locked(job, task, params, (epsilon, unit), fingerprint, out, work, t0)
     finally:
         lock.release()
         if os.path.isdir(work) and {e.name for e in os.scandir(work)} <= {"lock",
@@ -833,10 +850,11 @@ def run_job(job: Job) -> JobResult:
             remove_tree(work)
 
 
-def _run_locked(job: Job, task, params, epsilon: float, fingerprint: str, out: Path,
+def _run_locked(job: Job, task, params, cost: tuple[float, str], fingerprint: str, out: Path,
                 work: Path, t0: float) -> JobResult:
     import duckdb
 
+    epsilon, unit = cost
     wait_for_orphans(work)
     state = _read_json(work / STATE)
     man = read_manifest(out) if out.is_dir() else None
@@ -889,13 +907,14 @@ def _run_locked(job: Job, task, params, epsilon: float, fingerprint: str, out: P
                 plan = inspect_input(job, task, params, con)
                 buckets = job.buckets or default_buckets(plan.users_estimate)
                 staging = _stage(con, plan, buckets, work)
-                _ledger_reserve(job, epsilon, fingerprint)
+                _ledger_reserve(job, epsilon, fingerprint, unit, plan)
                 key = seed_key(job.seed) if job.seed is not None else create_key(work)
-                state = _new_state(job, fingerprint, epsilon,
-                                   task.extra.get("epsilon_unit", "per user"), staging)
+                state = _new_state(job, fingerprint, epsilon, "per user", staging)
+                state["accounting"] = {"protects": unit, **_per_timestamp(task, params, epsilon)}
                 _write_state(work, state, fault_point="job-json")
             except BaseException:
                 _clear_work(work)  # nothing is left that looks like a job
+                release_ledger(job, fingerprint)  # nothing was published: no phantom spend
                 raise
         else:
             if state.get("fingerprint") != fingerprint:
@@ -912,6 +931,7 @@ def _run_locked(job: Job, task, params, epsilon: float, fingerprint: str, out: P
             if not committing:
                 plan = inspect_input(job, task, params, con)
                 _check_same_input(con, plan, state)
+                _ledger_reserve(job, epsilon, fingerprint, unit, plan, resume=True)
         buckets = int(state["staging"]["buckets"])
         for sub in (PARTS, MARKERS, TMP):
             (work / sub).mkdir(exist_ok=True, mode=0o777 if sub == PARTS else 0o700)
@@ -943,7 +963,7 @@ def _run_locked(job: Job, task, params, epsilon: float, fingerprint: str, out: P
     else:
         manifest = _read_json(work / PARTS / MANIFEST) or {}
     _commit(out, work, state, manifest)
-    # ledger: the release is complete and verified here
+    commit_ledger(job, fingerprint)  # ledger: the release is complete and verified here
     remove_tree(work / STAGING)
     _clear_work(work)
     return JobResult(out, buckets, len(pending), rows_in, int(manifest.get("rows_out", 0)),
@@ -977,6 +997,7 @@ def _execute(job: Job, task, params, work: Path, state: dict[str, Any], key: byt
             # bad data met by the task itself: nothing was published, so nothing is kept
             remove_tree(work / STAGING)
             _clear_work(work)
+            release_ledger(job, job.fingerprint())  # and nothing was spent
         raise
     finally:
         prog.close()
@@ -1009,7 +1030,8 @@ def _manifest(work: Path, state: dict[str, Any], infos: dict[int, dict],
         parts[_part_name(b)] = {"rows": i["rows_out"], "sha256": i["sha256"]}
     return {"format": FORMAT, "veil_version": __version__, "job_fingerprint": state["fingerprint"],
             "job": state["job"], "epsilon_per_user": epsilon,
-            "epsilon_unit": state["epsilon_unit"], "seeded": state["seeded"],
+            "epsilon_unit": state["epsilon_unit"], **state.get("accounting", {}),
+            "seeded": state["seeded"],
             "buckets": int(state["staging"]["buckets"]), "status": "complete",
             "started": state["created"], "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "users": sum(i["users"] for i in infos.values()),
@@ -1037,6 +1059,35 @@ def discard_job(output: str | Path, work_dir: str | Path | None = None) -> dict[
         state = _read_json(work / STATE) or {}
         finished = len(list((work / MARKERS).glob("part-*.json"))) if (work / MARKERS).is_dir() \
             else 0
+        cancelled = _cancel_discarded_reservation(state, out)
         _clear_work(work)
     remove_tree(work)
-    return {"work": str(work), "task": state.get("task"), "finished_buckets": finished}
+    return {"work": str(work), "task": state.get("task"), "finished_buckets": finished,
+            "reservation_cancelled": cancelled}
+
+
+def _cancel_discarded_reservation(state: dict[str, Any], out: Path) -> bool:
+    """Cancel the ledger reservation of a discarded run: none of its output was published.
+
+    Only for a run that never reached its commit (``phase`` other than ``committing``); the
+    reservation is found by the job's key (task, output, fingerprint) in the ledger the job
+    used (recorded in its state, else the default one).
+    """
+    import contextlib
+
+    from ..ledger import Ledger, ledger_path
+
+    if not state.get("fingerprint") or state.get("phase") == "committing":
+        return False
+    path = ledger_path(state.get("ledger"))
+    if not path.exists():
+        return False
+    key = f"{state.get('task')}|{out}|{state['fingerprint']}"
+    with contextlib.closing(Ledger(path)) as led:
+        row = led._con.execute("SELECT id FROM entries WHERE job = ? AND state = 'reserved'",
+                               (key,)).fetchone()
+        if row is None:
+            return False
+        led.cancel(row[0], force=True, why="the run was discarded (veil batch discard) "
+                                           "before anything of it was published")
+    return True

@@ -19,7 +19,12 @@ def _validate_count_noise(p: dict[str, Any]) -> dict[str, Any]:
                              "never taken from the data)")
     if len(set(cats)) != len(cats):
         raise ParameterError("categories must not repeat")
-    return {"categories": list(cats), "epsilon": check_epsilon(p.get("epsilon"), "epsilon")}
+    out = {"categories": list(cats), "epsilon": check_epsilon(p.get("epsilon"), "epsilon")}
+    if p.get("max_records") is not None:
+        from ..validation import check_int
+
+        out["max_records"] = check_int(p["max_records"], "max_records", minimum=1)
+    return out
 
 
 def _repeated_names(names, times: int):
@@ -42,7 +47,11 @@ def _count_noise_bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
 
     Why private: one check-in changes one count of its user by 1, so adding
     discrete Laplace noise of scale 1/epsilon to every (user, category) count is
-    epsilon-DP per user at the level of single check-ins (event-level). Categories
+    epsilon-DP per user at the level of single check-ins (event-level). With
+    ``max_records = m`` the engine keeps at most m check-ins per user (sampled uniformly
+    while staging, :func:`veil.engine.job.staging_source`), so all of a user's check-ins
+    change that user's counts by at most m in L1 norm, and noise of scale m/epsilon makes
+    the release epsilon-DP for everything the user contributed (user level). Categories
     outside the public list are counted in ``__other__``.
     """
     cats = list(params["categories"]) + ["__other__"]
@@ -54,7 +63,8 @@ def _count_noise_bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
     n_users = int(uidx[-1]) + 1
     k = len(cats)
     counts = np.bincount(uidx * k + cidx, minlength=n_users * k).reshape(n_users, k)
-    noisy = counts + discrete_laplace(1.0 / params["epsilon"], counts.shape, rng)
+    sensitivity = float(params.get("max_records") or 1)
+    noisy = counts + discrete_laplace(sensitivity / params["epsilon"], counts.shape, rng)
     return {"user": np.repeat(np.arange(n_users), k),
             "category": _repeated_names(cats, n_users),
             "noisy_count": noisy.ravel()}
@@ -210,7 +220,8 @@ def _register_trajectories() -> None:
     register_task(Task(
         name="trajectories", columns=("t", "lat", "lon"), order_by=("t",),
         per_bucket=release_bucket, validate=validate_job_params,
-        epsilon=lambda p: float(p["epsilon"]),
+        # epsilon plus the public bound of the float64 correction, per timestamp
+        epsilon=lambda p: float(p["epsilon_step_bound"]),
         column_kinds={"t": "time", "lat": "number", "lon": "number"},
         description="PIM/LM release of every user's trajectory (epsilon per timestamp)",
         extra={"epsilon_unit": "per timestamp"}))

@@ -61,7 +61,7 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..random import make_rng
-from ..validation import check_int, check_positive
+from ..validation import check_epsilon, check_int, check_positive
 from .geometry import Region
 
 __all__ = [
@@ -224,7 +224,7 @@ def geo_indistinguishability(epsilon: float) -> Distinguishability:
     >>> float(l(200.0))
     2.0
     """
-    eps = check_positive(epsilon, "epsilon")
+    eps = check_epsilon(epsilon, "epsilon")
     return Distinguishability("geo", eps, math.inf, 1.0 / eps, None, f"geo(eps={eps:g}/m)")
 
 
@@ -238,7 +238,7 @@ def d_epsilon_privacy(D: float, epsilon: float) -> Distinguishability:
     [1.0, inf]
     """
     D = check_positive(D, "D")
-    eps = check_positive(epsilon, "epsilon")
+    eps = check_epsilon(epsilon, "epsilon")
     return Distinguishability("d-eps", eps, D, D, None, f"(D={D:g} m, eps={eps:g})")
 
 
@@ -461,7 +461,7 @@ class PlanarLaplace(CircularNoise):
     exact_sampler = True
 
     def __init__(self, epsilon: float):
-        self.epsilon = check_positive(epsilon, "epsilon")
+        self.epsilon = check_epsilon(epsilon, "epsilon")
         self.name = f"planar-laplace(eps={self.epsilon:g})"
 
     @property

@@ -8,13 +8,14 @@ import math
 
 import numpy as np
 
+from ..budget import PureDP
 from ..errors import ParameterError
 from ..release import Release
 from ..validation import check_choice, check_positive
 from ._common import as_budget, as_counts
 
-__all__ = ["publish", "METHODS", "WORKLOAD_AWARE", "choose_method", "AUTO_RULE",
-           "AUTO_TOTAL_FRACTION", "workload_class"]
+__all__ = ["publish", "publish_records", "histogram_of", "METHODS", "WORKLOAD_AWARE",
+           "choose_method", "AUTO_RULE", "AUTO_TOTAL_FRACTION", "workload_class"]
 
 METHODS = ("identity", "noisefirst", "structurefirst", "optimized-structurefirst", "boost",
            "hb", "sort-and-group", "ahp", "dawa", "hdmm", "mwem", "auto")
@@ -114,14 +115,50 @@ def _mechanism(method: str):
     }[method]
 
 
-def publish(counts, *, epsilon, method: str = "auto", rng=None, records_bound=None,
-            **params) -> Release:
+
+def _refuse_records_as_counts(counts) -> None:
+    """Loud failure for the classic mistake ``publish(df["age"], ...)``.
+
+    A pandas Series or DataFrame column given as the counts is, far more often than not, one
+    value per *record*: publishing it "as counts" releases one noisy "bin" per person. The
+    caller says which one it is: ``publish(counts=...)`` for counts per bin, or
+    ``publish(values=..., bins=...)`` / :func:`publish_records` for records.
+    """
+    kind = type(counts).__name__
+    module = type(counts).__module__ or ""
+    if module.startswith("pandas") and kind in ("Series", "DataFrame", "Index"):
+        name = getattr(counts, "name", None)
+        label = f" {name!r}" if name is not None else ""
+        raise ParameterError(
+            f"publish() got a pandas {kind}{label} as its first argument: if it holds one "
+            f"value per record (e.g. df['age']), publish a histogram of it with "
+            f"publish(values=..., bins=[public edges], epsilon=...) or publish_records(); if it "
+            f"really holds one count per bin, pass it as publish(counts=...)")
+
+
+def publish(data=None, /, *, counts=None, values=None, bins=None, epsilon,
+            method: str = "auto", rng=None, records_bound=None, users=None,
+            max_records=None, **params) -> Release:
     """Publish an eps-DP histogram with the chosen mechanism.
+
+    Two inputs, never guessed: ``counts`` (one true count per bin, in domain order) or
+    ``values`` with public ``bins`` (one value per record; see :func:`publish_records`).
+    A positional argument is taken as counts, except a pandas Series/DataFrame, which is
+    refused (it is usually a column of records: ``publish(df["age"], ...)`` would
+    publish one noisy "bin" per person).
 
     Parameters
     ----------
+    data : array_like of int, shape (n,), positional only
+        Counts per bin (same as ``counts=``).
     counts : array_like of int, shape (n,)
         True counts per bin, in domain order (bins fixed in advance, publicly).
+    values : array_like of float, optional
+        One value per record instead of counts (needs ``bins``).
+    bins : array_like of float, optional
+        Public bin edges for ``values`` (see :func:`publish_records`).
+    users, max_records : optional
+        Per-user contribution bounding for ``values`` (see :func:`publish_records`).
     epsilon : float or PureDP
     method : str
         One of :data:`METHODS`; ``'auto'`` applies :func:`choose_method`. Without
@@ -142,7 +179,141 @@ def publish(counts, *, epsilon, method: str = "auto", rng=None, records_bound=No
     >>> r = publish([4, 8, 15, 16, 23, 42], epsilon=1.0, method="hb", rng=make_rng(seed=0))
     >>> r.mechanism
     'hb'
+    >>> r = publish(values=[23, 35, 35, 71], bins=[0, 30, 60, 90], epsilon=1.0,
+    ...             method="identity", rng=make_rng(seed=0))
+    >>> r.value.shape, r.protects
+    ((3,), 'record')
     """
+    given = [n for n, v in (("a positional argument", data), ("counts", counts),
+                            ("values", values)) if v is not None]
+    if len(given) != 1:
+        raise ParameterError("publish() needs exactly one of counts (one count per bin) or "
+                             f"values with bins (one value per record); got "
+                             f"{' and '.join(given) if given else 'neither'}")
+    if values is not None:
+        return publish_records(values, bins=bins, epsilon=epsilon, method=method, rng=rng,
+                               records_bound=records_bound, users=users,
+                               max_records=max_records, **params)
+    if bins is not None or users is not None or max_records is not None:
+        raise ParameterError("bins, users and max_records apply to values (records), not to "
+                             "counts per bin")
+    if data is not None:
+        _refuse_records_as_counts(data)
+        counts = data
+    return _publish_counts(counts, epsilon=epsilon, method=method, rng=rng,
+                           records_bound=records_bound, **params)
+
+
+def histogram_of(values, bins) -> tuple:
+    """Counts of ``values`` in the public ``bins`` (values outside them are not counted).
+
+    Returns ``(counts, edges)``; ``bins`` must be at least two finite, increasing edges
+    chosen without looking at the data (a number of bins is refused: its range would have
+    to come from the data).
+
+    Examples
+    --------
+    >>> histogram_of([1.0, 2.5, 2.5, 9.0, 99.0], [0, 2, 4, 10])[0].tolist()
+    [1, 2, 1]
+    """
+    import numpy as np
+
+    from ..validation import check_finite_array
+
+    if bins is None or np.ndim(bins) == 0:
+        raise ParameterError(
+            f"bins must be public bin edges (e.g. [0, 10, 20, ...]), got {bins!r}: a number "
+            "of bins would take its range from the private data")
+    edges = check_finite_array(bins, "bins", ndim=1)
+    if edges.size < 2 or (np.diff(edges) <= 0).any():
+        raise ParameterError("bins must hold at least two increasing edges")
+    x = check_finite_array(values, "values", ndim=1, allow_empty=True)
+    counts, _ = np.histogram(x, bins=edges)
+    return counts.astype(np.int64), edges
+
+
+def publish_records(values, *, bins, epsilon, method: str = "auto", rng=None,
+                    records_bound=None, users=None, max_records=None, **params) -> Release:
+    """Publish an eps-DP histogram of a column of records over public bins.
+
+    Why private: the histogram of the records has L1 sensitivity 1 under adding or removing
+    one record (one count moves by 1), which is what every mechanism of :func:`publish`
+    assumes; the bins are public. Values outside the bins are not counted (their number is
+    not published). With ``users`` and ``max_records = m``, at most ``m`` records per user
+    are kept, sampled uniformly inside DuckDB (:mod:`veil.bounding`), and the mechanism runs
+    at ``epsilon / m`` per record: by group privacy over the ``m`` records one user can
+    contribute, the release is ``epsilon``-DP per user (``protects="user"``).
+
+    Parameters
+    ----------
+    values : array_like of float
+        One value per record (NaN/inf refused).
+    bins : array_like of float
+        Public bin edges (see :func:`histogram_of`).
+    epsilon : float or PureDP
+        The budget per record, or per user with ``max_records``.
+    method, rng, records_bound, **params
+        As in :func:`publish`.
+    users : array_like, optional
+        The user of each record (same length as ``values``).
+    max_records : int, optional
+        The public bound ``m`` on records per user (needs ``users``).
+
+    Examples
+    --------
+    >>> from veil.random import make_rng
+    >>> r = publish_records([20, 20, 20, 41], bins=[0, 30, 60], users=["a", "a", "a", "b"],
+    ...                     max_records=2, epsilon=1.0, method="identity", rng=make_rng(seed=3))
+    >>> r.protects, r.epsilon, r.parameters["max_records"]
+    ('user', 1.0, 2)
+    """
+    import dataclasses
+
+    import numpy as np
+
+    from ..validation import check_finite_array, check_int
+
+    b = as_budget(epsilon)
+    if (users is None) != (max_records is None):
+        raise ParameterError("users and max_records go together: a user-level release needs "
+                             "each record's user and a public bound on records per user")
+    if users is None:
+        counts, edges = histogram_of(values, bins)
+        rel = _publish_counts(counts, epsilon=b, method=method, rng=rng,
+                              records_bound=records_bound, **params)
+        return dataclasses.replace(rel, parameters={**rel.parameters, "input": "records",
+                                                    "bins": edges.tolist()},
+                                   protects="record")
+    import pyarrow as pa
+
+    from ..bounding import bound_contributions
+    from ..random import make_rng
+
+    m = check_int(max_records, "max_records", minimum=1)
+    x = check_finite_array(values, "values", ndim=1, allow_empty=True)
+    u = np.asarray(users)
+    if u.shape != x.shape:
+        raise ParameterError(f"users has {u.size} entries, values {x.size}")
+    g = make_rng(rng)
+    kept = bound_contributions(pa.table({"user": pa.array(u.astype(str)), "value": x}),
+                               user="user", max_records=m, rng=g)
+    counts, edges = histogram_of(kept.column("value").to_numpy(), bins)
+    per_record = PureDP(b.epsilon / m)
+    rel = _publish_counts(counts, epsilon=per_record, method=method, rng=g,
+                          records_bound=records_bound, **params)
+    note = (f"user-level: at most {m} records per user (sampled uniformly), mechanism run at "
+            f"epsilon/{m} = {per_record.epsilon:g} per record; by group privacy epsilon "
+            f"{b.epsilon:g} per user")
+    # each step's per-record epsilon times m is what it costs one user
+    split = {k: v * m for k, v in rel.budget_split.items()} or {"histogram": b.epsilon}
+    return dataclasses.replace(
+        rel, budget=b, budget_split=split, protects="user", notes=(*rel.notes, note),
+        parameters={**rel.parameters, "input": "records", "bins": edges.tolist(),
+                    "max_records": m, "epsilon_per_record": per_record.epsilon})
+
+
+def _publish_counts(counts, *, epsilon, method: str = "auto", rng=None, records_bound=None,
+                    **params) -> Release:
     from ._common import as_rng, noisy_integers
 
     method = check_choice(method, "method", METHODS)

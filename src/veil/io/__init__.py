@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from .read import (FORMATS, KINDS, detect_format, read_checkins, read_columns, read_counts,
                    read_points, read_table)
-from .write import (atomic_path, atomic_paths, sidecar_path, to_arrow, write_json,
+from .write import (OutputPolicy, atomic_path, atomic_paths, check_output_target, output_policy,
+                    sidecar_path, to_arrow, write_json,
                     write_release, write_table)
 
 __all__ = [
@@ -30,6 +31,9 @@ __all__ = [
     "read_points",
     "read_counts",
     "read_checkins",
+    "OutputPolicy",
+    "output_policy",
+    "check_output_target",
     "atomic_path",
     "atomic_paths",
     "sidecar_path",

@@ -4,16 +4,28 @@ Each writer writes to a temporary file in the target's own folder (so the final
 ``os.replace`` is an atomic rename on the same file system), flushes it to disk
 with ``fsync`` and only then renames it over the target. If anything fails, the
 temporary file is removed and the target is left as it was.
+
+Output safety (every writer, library and command line alike):
+
+- a target that is a symbolic link is refused: veil never writes through a link;
+- temporary files are created with ``O_EXCL`` (``mkstemp``) in the target's folder, and
+  the rename is refused if the temporary file was swapped for another file or a link;
+- inside :func:`output_policy` (which every ``veil`` command that writes files sets up),
+  a target that is one of the command's inputs (the same file by ``os.path.samefile``:
+  the same path, a hard link, or a file inside an input folder) is refused even with
+  ``--force``, and an existing target is refused unless ``--force`` was given.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +38,9 @@ from .read import FORMATS, _connect, detect_format
 from . import sql
 
 __all__ = [
+    "OutputPolicy",
+    "output_policy",
+    "check_output_target",
     "atomic_path",
     "atomic_paths",
     "sidecar_path",
@@ -48,6 +63,105 @@ def _check_target(target: Path, name: str = "output") -> Path:
                              f"(create it first), cannot write {str(target)!r}")
     if target.is_dir():
         raise ParameterError(f"{name}: {str(target)!r} is a folder, not a file name")
+    return target
+
+
+@dataclass(frozen=True)
+class OutputPolicy:
+    """What a command may overwrite: never its inputs, an existing file only with ``force``.
+
+    Attributes
+    ----------
+    inputs : tuple of str
+        The command's input files and folders (a target equal to one of them, a hard link
+        to one, or an existing file inside an input folder is refused).
+    force : bool
+        Whether an existing target may be replaced (``--force``).
+    """
+
+    inputs: tuple[str, ...] = ()
+    force: bool = False
+
+
+_POLICY: contextvars.ContextVar[OutputPolicy | None] = contextvars.ContextVar(
+    "veil_output_policy", default=None)
+# Temporary files made by atomic_paths in this context: a nested writer may fill them.
+_OWN_TEMPS: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
+    "veil_own_temps", default=frozenset())
+
+
+@contextlib.contextmanager
+def output_policy(inputs: Iterable[str | os.PathLike | None] = (), *,
+                  force: bool = False) -> Iterator[OutputPolicy]:
+    """Apply an :class:`OutputPolicy` to every veil writer called inside the block.
+
+    Parameters
+    ----------
+    inputs : iterable of path-like
+        Files (or folders) the caller reads; ``None`` entries are ignored.
+    force : bool
+        Allow replacing existing outputs (never the inputs).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> src = d / "points.csv"
+    >>> _ = src.write_text("lat,lon\\n1,2\\n")
+    >>> with output_policy([src], force=True):
+    ...     write_json({"a": 1}, src)
+    Traceback (most recent call last):
+    ...
+    veil.errors.ParameterError: output: ... is the input ...points.csv...; veil never writes over one of its inputs: choose another output name
+    """
+    pol = OutputPolicy(tuple(os.fspath(p) for p in inputs if p is not None), bool(force))
+    token = _POLICY.set(pol)
+    try:
+        yield pol
+    finally:
+        _POLICY.reset(token)
+
+
+def _is_input(target: Path, inp: str) -> bool:
+    """Whether writing ``target`` would replace the input ``inp`` (or a file inside it)."""
+    if not os.path.lexists(target):
+        return False
+    if os.path.isdir(inp):
+        real_in = os.path.realpath(inp)
+        real_t = os.path.realpath(target)
+        return real_t == real_in or real_t.startswith(real_in.rstrip(os.sep) + os.sep)
+    try:
+        return os.path.samefile(target, inp)
+    except OSError:
+        return os.path.realpath(target) == os.path.realpath(inp)
+
+
+def check_output_target(target: str | os.PathLike, name: str = "output") -> Path:
+    """Check one output target against the rules above; return it as a Path.
+
+    Raises
+    ------
+    ParameterError
+        The folder is missing, the target is a folder or a symbolic link, it is one of the
+        inputs of the active :func:`output_policy`, or it exists and ``--force`` was not given.
+    """
+    target = _check_target(Path(os.fspath(target)), name)
+    if os.path.islink(target):
+        raise ParameterError(f"{name}: {str(target)!r} is a symbolic link; veil never writes "
+                             "through a link: remove it or choose another output name")
+    if os.fspath(target) in _OWN_TEMPS.get():
+        return target
+    pol = _POLICY.get()
+    if pol is None:
+        return target
+    for inp in pol.inputs:
+        if _is_input(target, inp):
+            raise ParameterError(f"{name}: {str(target)!r} is the input {inp!r} (or a hard link "
+                                 "to it); veil never writes over one of its inputs: choose "
+                                 "another output name")
+    if os.path.lexists(target) and not pol.force:
+        raise ParameterError(f"{name}: {str(target)!r} already exists; pass --force to "
+                             "replace it")
     return target
 
 
@@ -121,12 +235,14 @@ def atomic_paths(*targets: str | os.PathLike) -> Iterator[list[Path]]:
     >>> sorted(p.name for p in d.iterdir())
     ['a.txt', 'b.txt']
     """
-    finals = [_check_target(Path(os.fspath(t))) for t in targets]
+    finals = [check_output_target(Path(os.fspath(t))) for t in targets]
     if len({os.path.abspath(f) for f in finals}) != len(finals):
         raise ParameterError(f"output files must be distinct, got {[str(f) for f in finals]}")
     temps: list[Path] = []
+    token = None
     try:
         for final in finals:
+            # mkstemp opens with O_CREAT | O_EXCL: never an existing file or a planted link
             try:
                 fd, name = tempfile.mkstemp(prefix=_TMP_PREFIX + final.name + ".", suffix=".tmp",
                                             dir=final.parent if str(final.parent) else ".")
@@ -136,10 +252,12 @@ def atomic_paths(*targets: str | os.PathLike) -> Iterator[list[Path]]:
             os.close(fd)
             temps.append(Path(name))
             os.chmod(name, _final_mode(final))
+        token = _OWN_TEMPS.set(_OWN_TEMPS.get() | {os.fspath(t) for t in temps})
         yield temps
         for tmp, final in zip(temps, finals, strict=True):
             if not tmp.exists():
                 raise FileNotFoundError(f"nothing was written for {str(final)!r}")
+            _check_regular_temp(tmp, final)
             _fsync_file(tmp)
     except OSError as exc:
         for tmp in temps:
@@ -149,9 +267,15 @@ def atomic_paths(*targets: str | os.PathLike) -> Iterator[list[Path]]:
         for tmp in temps:
             _unlink_quietly(tmp)
         raise
+    finally:
+        if token is not None:
+            _OWN_TEMPS.reset(token)
     done: list[Path] = []
     try:
         for tmp, final in zip(temps, finals, strict=True):
+            if os.path.islink(final):  # planted while we were writing
+                raise ParameterError(f"output: {str(final)!r} became a symbolic link while "
+                                     "veil was writing; nothing was written through it")
             os.replace(tmp, final)
             done.append(final)
     except BaseException:
@@ -162,6 +286,15 @@ def atomic_paths(*targets: str | os.PathLike) -> Iterator[list[Path]]:
         raise
     for folder in {f.parent for f in finals}:
         _fsync_dir(folder if str(folder) else Path("."))
+
+
+def _check_regular_temp(tmp: Path, final: Path) -> None:
+    """The temporary file must still be a regular file (not a link swapped in meanwhile)."""
+    import stat
+
+    if not stat.S_ISREG(os.lstat(tmp).st_mode):
+        raise ParameterError(f"output: the temporary file for {str(final)!r} was replaced by a "
+                             "link or a special file while veil was writing; refused")
 
 
 @contextlib.contextmanager

@@ -8,7 +8,7 @@ random stream. The engine owner registers it, e.g.::
 
     register_task(Task(name="trajectories", columns=("t", "lat", "lon"), order_by=("t",),
                        per_bucket=release_bucket, validate=validate_params,
-                       epsilon=lambda p: p["epsilon"],   # per timestamp
+                       epsilon=lambda p: p["epsilon_step_bound"],   # per timestamp
                        description="PIM/LM release per user (eps per timestamp)"))
 """
 
@@ -35,11 +35,18 @@ def validate_params(p: dict[str, Any]) -> dict[str, Any]:
         raise ParameterError("params['model'] is required (a MarkovModel or a .npz path)")
     if not isinstance(model, MarkovModel):
         model = MarkovModel.load(model)
-    return {"model": model, "epsilon": check_epsilon(p.get("epsilon"), "epsilon"),
-            "delta": check_delta(p.get("delta"), "delta"),
-            "mechanism": check_choice(p.get("mechanism", "pim"), "mechanism", ("pim", "lm")),
-            "on_invalid": check_choice(p.get("on_invalid", "error"), "on_invalid",
-                                       ("error", "drop"))}
+    from .release import trajectory_budget_bound
+
+    out = {"model": model, "epsilon": check_epsilon(p.get("epsilon"), "epsilon"),
+           "delta": check_delta(p.get("delta"), "delta"),
+           "mechanism": check_choice(p.get("mechanism", "pim"), "mechanism", ("pim", "lm")),
+           "on_invalid": check_choice(p.get("on_invalid", "error"), "on_invalid",
+                                      ("error", "drop"))}
+    # what one timestamp spends at most: epsilon plus the public bound of the float64
+    # snapping correction on this grid (the ledger and the manifest charge this)
+    out["epsilon_step_bound"] = trajectory_budget_bound(
+        model.grid, epsilon=out["epsilon"], n_steps=1, mechanism=out["mechanism"])
+    return out
 
 
 _MODELS: dict[tuple[str, float], MarkovModel] = {}

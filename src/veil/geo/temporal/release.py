@@ -326,7 +326,8 @@ def release_trajectory(cells: Any, *, model: MarkovModel, epsilon: float, delta:
         notes=(f"each step is {eps}-DP among the cells of its delta-location set "
                f"(delta={delta}); total {eps * t_len} over {t_len} steps by composition",
                "released points are noisy cell centres (the true location is discretised "
-               "to the public grid first); float64 sampler"))
+               "to the public grid first); float64 sampler"),
+        protects="user")  # the whole trajectory, at T x epsilon
     return TrajectoryRelease(released_m=z, released_latlon=latlon, true_cells=c.astype(np.int64),
                              released_cells=used, drift=drift, set_sizes=sizes,
                              hull_areas_m2=areas, noise_scales_m=scales,

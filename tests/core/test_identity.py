@@ -1,0 +1,122 @@
+"""Dataset identity by content: stable across copies, formats, paths, order; changes with content."""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from veil.identity import identity_of_file, identity_of_files, identity_of_table
+
+
+@pytest.fixture
+def frame():
+    g = np.random.default_rng(0)
+    n = 400
+    return pd.DataFrame({
+        "user": g.integers(0, 40, n).astype(str),
+        "time": pd.date_range("2024-03-01", periods=n, freq="37min"),
+        "lat": g.uniform(39, 40, n).round(6),
+        "category": g.choice(["Café", "Bar, pub", 'Gym "A"'], n),
+        "n": g.integers(0, 9, n),
+        "ratio": g.uniform(0, 1, n),
+    })
+
+
+def _same(paths):
+    ids = {p.name: identity_of_file(p).id for p in paths}
+    assert len(set(ids.values())) == 1, ids
+    return next(iter(ids.values()))
+
+
+def test_one_identity_across_formats_writers_order_and_names(tmp_path, frame):
+    frame.to_csv(tmp_path / "a.csv", index=False)
+    frame.to_csv(tmp_path / "a.tsv", index=False, sep="\t")
+    frame.to_parquet(tmp_path / "pandas.parquet")
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False),
+                   tmp_path / "arrow.parquet")
+    duckdb.sql(f"COPY (SELECT * FROM read_csv('{tmp_path / 'a.csv'}')) TO "
+               f"'{tmp_path / 'duck.parquet'}' (FORMAT parquet)")
+    # JSON as veil writes it (pandas' to_json would round floats to 10 digits: other data)
+    duckdb.sql(f"COPY (SELECT * FROM read_csv('{tmp_path / 'a.csv'}')) TO "
+               f"'{tmp_path / 'a.json'}' (FORMAT json, ARRAY true)")
+    frame.sample(frac=1, random_state=3).to_csv(tmp_path / "shuffled.csv", index=False)
+    renamed = frame.rename(columns={"user": "who", "lat": "y"})[
+        ["ratio", "who", "category", "n", "y", "time"]]
+    renamed.to_csv(tmp_path / "renamed.csv", index=False)
+    ident = _same([tmp_path / f for f in ("a.csv", "a.tsv", "pandas.parquet", "arrow.parquet",
+                                          "duck.parquet", "a.json", "shuffled.csv",
+                                          "renamed.csv")])
+    assert identity_of_table(frame).id == ident
+    assert identity_of_files([tmp_path / "a.csv"]).id == ident
+    # the rows split over two Parquet parts are the same dataset
+    pq.write_table(pa.Table.from_pandas(frame.iloc[:150], preserve_index=False),
+                   tmp_path / "p1.parquet")
+    pq.write_table(pa.Table.from_pandas(frame.iloc[150:], preserve_index=False),
+                   tmp_path / "p2.parquet")
+    assert identity_of_files([tmp_path / "p1.parquet", tmp_path / "p2.parquet"]).id == ident
+
+
+@pytest.mark.parametrize("edit", ["add a row", "drop a row", "change one value",
+                                  "duplicate a row", "swap two values of a column"])
+def test_any_change_of_content_is_another_dataset(tmp_path, frame, edit):
+    base = identity_of_table(frame)
+    f = frame.copy()
+    if edit == "add a row":
+        f = pd.concat([f, f.iloc[:1].assign(n=100)])
+    elif edit == "drop a row":
+        f = f.iloc[1:]
+    elif edit == "change one value":
+        f.loc[5, "n"] += 1
+    elif edit == "duplicate a row":
+        f = pd.concat([f, f.iloc[:1]])
+    else:  # the multiset of each column is unchanged: same identity by design (same people)
+        i, j = f.index[f["n"] != f["n"].iloc[0]][:1][0], f.index[0]
+        f.loc[[i, j], "n"] = f.loc[[j, i], "n"].to_numpy()
+        assert identity_of_table(f).id == base.id
+        return
+    assert identity_of_table(f).id != base.id
+
+
+def test_normalized_values(tmp_path):
+    (tmp_path / "a.csv").write_text("x,d,s\n1.50,2024-01-02T03:04:05,\n007,2024-01-03,b\n")
+    pq.write_table(pa.table({
+        "x": [1.5, 7.0],
+        "d": pa.array([pd.Timestamp("2024-01-02 03:04:05"), pd.Timestamp("2024-01-03")]),
+        "s": [None, "b"]}), tmp_path / "b.parquet")
+    assert identity_of_file(tmp_path / "a.csv").id == identity_of_file(tmp_path / "b.parquet").id
+    (tmp_path / "c.csv").write_text("x,d,s\n1.5,2024-01-02 03:04:05,\n7,2024-01-03,B\n")
+    assert identity_of_file(tmp_path / "c.csv").id != identity_of_file(tmp_path / "a.csv").id
+
+
+def test_column_prints_and_constant_columns(tmp_path):
+    ident = identity_of_table({"city": ["Oslo"] * 5, "age": [1, 2, 3, 4, 5]})
+    assert ident.column("city").constant and not ident.column("age").constant
+    assert ident.prints() == [ident.column("age").fingerprint]
+    other = identity_of_table({"years": [5, 4, 3, 2, 1], "zip": ["x", "y", "z", "w", "v"]})
+    assert other.column("years").fingerprint == ident.column("age").fingerprint
+    assert other.id != ident.id
+    from veil.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="not one of"):
+        ident.column("nope")
+
+
+def test_the_identity_function_is_pinned(tmp_path):
+    """A change of normalization or hashing (or of DuckDB's md5) would silently reset every
+    ledger: it must change IDENTITY_VERSION, and this value with it."""
+    (tmp_path / "a.csv").write_text("age,city\n30,Paris\n41.0,Oslo\n")
+    assert identity_of_file(tmp_path / "a.csv").id == "85a84290d1da2bf5d0203b184cae9f8d"
+
+
+def test_unreadable_input_is_a_data_error(tmp_path):
+    from veil.errors import DataError
+
+    (tmp_path / "x.parquet").write_bytes(b"not parquet")
+    with pytest.raises(DataError, match="x.parquet"):
+        identity_of_file(tmp_path / "x.parquet")
+    with pytest.raises(DataError, match="no such file"):
+        identity_of_file(tmp_path / "missing.csv")
