@@ -42,11 +42,14 @@ def main() -> None:
         plan += [(name, make, n) for name, (make, n) in sorted(TRUE_NEIGHBOURS.items())]
     for name, make, n in plan:
         factor = 4 if (args.slow or name not in ONE_DRAW) else 40
-        for label, (spec, runner) in (("command", (make(), None)),
-                                      (f"twin: {factor:g}x epsilon",
-                                       broken_twin(make(), "under-noised", factor=factor)),
-                                      ("twin: data in sidecar",
-                                       broken_twin(make(), "data-dependent-sidecar"))):
+        runs = [("command", (make(), None))]
+        # auto's noisy total is paid 2 % of epsilon: an under-noised twin of that one draw is
+        # beyond what these run counts can detect (tests/audit/test_file_audits.py says why)
+        if name != "histogram publish (noisy total)":
+            runs.append((f"twin: {factor:g}x epsilon",
+                         broken_twin(make(), "under-noised", factor=factor)))
+        runs.append(("twin: data in sidecar", broken_twin(make(), "data-dependent-sidecar")))
+        for label, (spec, runner) in runs:
             t = time.perf_counter()
             size = n if not label.startswith("twin: data") else min(n, 10 if name in ONE_DRAW
                                                                      else n)
