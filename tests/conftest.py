@@ -42,3 +42,11 @@ def allow_repeat_releases(mp) -> None:
         return original(self, ident, **kw)
 
     mp.setattr(Ledger, "reserve", reserve)
+
+
+@pytest.fixture(scope="module")
+def repeat_releases_module():
+    """:func:`repeat_releases` for module-scoped fixtures (runs of one module's setup)."""
+    with pytest.MonkeyPatch.context() as mp:
+        allow_repeat_releases(mp)
+        yield

@@ -157,7 +157,7 @@ def _assert_same_output(case, plain, hostile, col: str, stem: str = PLAIN_STEM):
 
 
 @pytest.fixture(scope="module")
-def plain_runs(tmp_path_factory):
+def plain_runs(tmp_path_factory, repeat_releases_module):
     root = tmp_path_factory.mktemp("plain")
     runs = {}
     # a module fixture runs before the per-test private VEIL_HOME (tests/conftest.py): give
@@ -165,9 +165,7 @@ def plain_runs(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VEIL_HOME", str(tmp_path_factory.mktemp("plain-veil-home")))
         mp.delenv("VEIL_LEDGER", raising=False)
-        from conftest import allow_repeat_releases
-
-        allow_repeat_releases(mp)  # several cases read the same input
+        # several cases read the same input: repeat_releases_module lets them (conftest.py)
         for case in CASES:
             run = _run_case(case, root, PLAIN_COL, PLAIN_STEM)
             assert run[1].code == 0, (case.id, run[1].err)
