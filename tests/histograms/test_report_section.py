@@ -19,8 +19,9 @@ def test_section_builds_with_figures_and_numbers(tmp_path):
     assert s.figures[0].data.rows and s.figures[1].data.rows
     assert "epsilon-differentially private" in s.guarantee
     assert "veil histogram publish" in s.how_to
-    errs = [v for k, v in s.results.items() if k.startswith("scaled error")]
+    errs = [r[2] for r in s.figures[0].data.rows]
     assert errs and all(0 < e < 1 for e in errs)
+    assert [r[0] for r in s.tables[0].rows] == s.parameters["epsilons"]
     s.to_dict()  # JSON-friendly
 
 

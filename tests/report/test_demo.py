@@ -265,3 +265,79 @@ def test_warnings_of_a_section_are_recorded(tmp_path, monkeypatch):
     sec = json.loads((index.parent / "sections" / "w.json").read_text())
     assert sec["warnings"] == ["PrivacyWarning: bins were taken from the data"]
     assert "PrivacyWarning: bins were taken from the data" in index.read_text(encoding="utf-8")
+
+
+# ------------------------------------------- issue 17, defects 2 and 3: sentences follow data
+
+def _section(out, sid):
+    return json.loads((out / "sections" / f"{sid}.json").read_text())
+
+
+def test_report_sentences_are_computed_from_their_own_tables(quick_demo):
+    """Every computed sentence of the built report equals the builder applied to the numbers
+    saved beside it (so a sentence cannot contradict its table)."""
+    import numpy as np
+
+    from veil.report.sections import histograms, samplers, tables, temporal, visits
+    from veil.report.stats import rank_methods
+
+    out, _ = quick_demo
+    # histograms: slope, winners, verdicts and cards from the per-trial errors
+    h = _section(out, "histograms")
+    rows = h["figures"][0]["data"]["rows"]
+    eps = h["parameters"]["epsilons"]
+    trials = {e: {r[0]: r[5] for r in rows if r[1] == e} for e in eps}
+    assert all(len(v) == h["parameters"]["trials"] for t in trials.values() for v in t.values())
+    means = {m: [np.mean(trials[e][m]) for e in eps] for m in trials[eps[0]]}
+    rankings = {e: rank_methods(trials[e]) for e in eps}
+    cap = h["figures"][0]["caption"]
+    assert histograms.slope_sentence(eps, means) in cap
+    assert histograms.winners_sentence(rankings) in cap
+    assert [r[3] for r in h["tables"][0]["rows"]] == [rankings[e].sentence() for e in eps]
+    for e in eps:
+        assert h["results"][f"best method at eps={e:g}"] == rankings[e].card()
+    assert histograms.guarantee_text() == h["guarantee"]
+    # temporal: growth and comparison from the per-timestamp table, ranking from repetitions
+    t = _section(out, "temporal")
+    rows = t["figures"][1]["data"]["rows"]
+    assert len(rows) == t["parameters"]["steps"]
+    first = max(2, len(rows) // 10)
+    assert temporal.growth_sentence([(r[1] + r[2]) / 2 for r in rows], first) in \
+        t["figures"][1]["caption"]
+    assert t["figures"][1]["caption"].endswith(temporal.compare_sentence(rows))
+    summ = t["tables"][0]["rows"]
+    r = rank_methods({"PIM": summ[0][5], "LM": summ[1][5]}, unit="repetition")
+    assert r.sentence("{:,.0f}") in t["tables"][0]["caption"]
+    assert t["results"]["lower error (PIM vs LM)"] == r.card("{:,.0f}")
+    # visits: hide, bound and size sentences from the histogram table and the summary
+    v = _section(out, "visits")
+    vrows = v["figures"][0]["data"]["rows"]
+    sens = {"Hospital", "Dentist's Office", "Church", "Mosque"}
+    mask = np.array([r[0] in sens for r in vrows])
+    col = lambda j: np.array([r[j] for r in vrows])  # noqa: E731
+    assert visits.hide_sentence(v["parameters"]["sensitive"], mask, col(1), col(2)) in \
+        v["figures"][0]["caption"]
+    summary = {r[0]: r for r in v["tables"][0]["rows"]}
+    assert visits.size_sentence(int(col(1).sum()), {k: r[7] for k, r in summary.items()}) in \
+        v["tables"][0]["caption"]
+    # tables: the summary from the figure's numbers
+    tb = _section(out, "tables")
+    d = {r[0]: r for r in tb["figures"][0]["data"]["rows"]}
+    ms = list(d)
+    assert tables.summary_sentence(ms, {m: d[m][1] for m in ms}, {m: d[m][2] for m in ms},
+                                   len(tb["parameters"]["constraints"]),
+                                   {m: d[m][4] for m in ms}, tb["parameters"]["k"]) in \
+        tb["figures"][0]["caption"]
+    # samplers: the direction verdict from the sector table, the example from epsilon
+    s = _section(out, "samplers")
+    sectors = np.array([r[1] for r in s["figures"][2]["data"]["rows"]])
+    assert f"hold {sectors.min():,} to {sectors.max():,} draws" in s["figures"][2]["caption"]
+    assert samplers.guarantee_text(s["parameters"]["planar Laplace epsilon (per metre)"]) == \
+        s["guarantee"]
+    # geo: the trend of both curves from the figure's rows
+    from veil.report.sections import geo
+
+    g = _section(out, "geo")
+    gr = np.array(g["figures"][2]["data"]["rows"], dtype=float)
+    assert geo.trend_sentence(gr[:, 0], gr[:, 1], gr[:, 2], gr[0, 3]) in g["figures"][2]["caption"]
+    assert geo.guarantee_text(g["parameters"]["epsilon per metre"]) == g["guarantee"]

@@ -13,14 +13,13 @@ import math
 import numpy as np
 
 from ..core import DemoContext, Section, Table, figure_from_matplotlib
+from ..stats import mean_ci
 
 __all__ = ["build"]
 
-GUARANTEE = """\
+GUARANTEE_TEMPLATE = """\
 **Geo-indistinguishability** (epsilon per metre): for any two places d metres apart, every reported
-location is at most e^(epsilon d) times more likely from one than from the other. With epsilon =
-ln(4)/200 m, someone at home is hidden among neighbours within ~200 m (likelihood ratio <= 4), while
-places kilometres apart remain distinguishable: it protects the *exact* position, not the district.
+location is at most e^(epsilon d) times more likely from one than from the other. {example}
 Each report spends the budget again; reports of the same place at different times add up (use the
 consistent obfuscator, which repeats the same output within a time window).
 
@@ -30,6 +29,67 @@ functions are enough, and among them planar Laplace is optimal for geo-indisting
 every increasing loss (ElSalamouny & Gambs); for (D, eps) the optimum is a staircase whose first
 step depends on the loss. Noise is added in a local metric plane (metres), never in raw degrees.
 """
+
+
+def geo_example(eps: float, ratio: float = 4.0) -> str:
+    """What epsilon per metre protects: the radius within which the ratio stays below ``ratio``.
+
+    Examples
+    --------
+    >>> geo_example(math.log(4) / 200)
+    'With epsilon = 0.00693 per metre, someone at home is hidden among neighbours within 200 m (likelihood ratio <= 4), while places 2,000 m apart differ by up to 1e+06: it protects the *exact* position, not the district.'
+    """
+    r = math.log(ratio) / eps
+    far = 10 * r
+    return (f"With epsilon = {eps:.3g} per metre, someone at home is hidden among neighbours "
+            f"within {r:,.0f} m (likelihood ratio <= {ratio:g}), while places {far:,.0f} m apart "
+            f"differ by up to {math.exp(eps * far):.2g}: it protects the *exact* position, not "
+            f"the district.")
+
+
+def guarantee_text(eps: float) -> str:
+    """The guarantee paragraph with the example computed at ``eps`` (per metre)."""
+    return GUARANTEE_TEMPLATE.format(example=geo_example(eps))
+
+
+def staircase_sentence(noise, D: float) -> str:
+    """The shape of a (D, eps) optimum, measured from its radial profile.
+
+    Examples
+    --------
+    >>> from veil.geo.lprivacy import TightNoise, d_epsilon_privacy
+    >>> staircase_sentence(TightNoise(d_epsilon_privacy(100.0, 1.0), core=50.0), 100.0)
+    'The (D, eps) optimum is flat for its first 50 m, then drops by a factor 0.368 (e^-1) every 100 m.'
+    """
+    c = float(getattr(noise, "core", 0.0))
+    r0, r1 = noise.radial([c + 0.5 * D, c + 1.5 * D])
+    ratio = float(r1 / r0)
+    return (f"The (D, eps) optimum is flat for its first {c:,.0f} m, then drops by a factor "
+            f"{ratio:.3g} (e^{math.log(ratio):.3g}) every {D:,.0f} m.")
+
+
+def trend_sentence(epsilons, user_loss, adversary, prior_only: float) -> str:
+    """How both sides change with epsilon, computed from the columns of the figure.
+
+    Examples
+    --------
+    >>> trend_sentence([0.002, 0.02], [1000.0, 100.0], [800.0, 150.0], 900.0)
+    'From epsilon 0.002 to 0.02 the expected distance of the report falls from 1,000 to 100 m, and the adversary error after remapping falls from 800 to 150 m (her error without any report: 900 m).'
+    >>> trend_sentence([0.002, 0.01, 0.02], [1000.0, 90.0, 100.0], [800.0, 700.0, 150.0], 900.0)
+    'From epsilon 0.002 to 0.02 the expected distance of the report changes from 1,000 to 100 m, not monotonically, and the adversary error after remapping falls from 800 to 150 m (her error without any report: 900 m).'
+    """
+    def how(v, what):
+        v = np.asarray(v, dtype=float)
+        d = np.diff(v)
+        word = ("falls" if (d <= 0).all() else "rises" if (d >= 0).all() else "changes")
+        tail = "" if word != "changes" else ", not monotonically"
+        return f"{what} {word} from {v[0]:,.0f} to {v[-1]:,.0f} m{tail}"
+
+    return (f"From epsilon {epsilons[0]:.3g} to {epsilons[-1]:.3g} "
+            + how(user_loss, "the expected distance of the report") + ", and "
+            + how(adversary, "the adversary error after remapping")
+            + f" (her error without any report: {prior_only:,.0f} m).")
+
 
 HOW_TO = """\
 # obfuscate a CSV of points (columns lat, lon), epsilon per metre
@@ -68,7 +128,9 @@ def build(ctx: DemoContext) -> Section:
     ctx.progress(f"planar Laplace on {n} synthetic points")
     rel = planar_laplace(ll, epsilon=eps, rng=ctx.rng)
     rep = proj.points_to_plane(rel.value)
-    err = error_summary(distance_errors(ll, rel.value))
+    dists = distance_errors(ll, rel.value)
+    err = error_summary(dists)
+    mean_iv = mean_ci(dists)
 
     # figure 1: map-like scatter
     fig, ax = plt.subplots(figsize=(6.0, 6.0))
@@ -89,9 +151,10 @@ def build(ctx: DemoContext) -> Section:
                 zip(xy[:k, 0], xy[:k, 1], rep[:k, 0], rep[:k, 1], disp[:k])],
                caption=f"the {k} plotted points (synthetic)")
     f1 = figure_from_matplotlib(
-        fig, "True vs reported locations (planar Laplace, eps = ln 4 / 200 m)",
-        f"Mean displacement {err['mean']:.0f} m (theory 2/eps = {2 / eps:.0f} m); 90% of reports "
-        f"within {err['q90']:.0f} m. Grey lines join each true point to its report.", t1)
+        fig, f"True vs reported locations (planar Laplace, eps = {eps:.3g} per metre)",
+        f"Mean displacement {mean_iv.text('{:.0f}', 'm')}; theory 2/eps = {2 / eps:.0f} m; 90% "
+        f"of reports within {err['q90']:.0f} m. Grey lines join each of the {k} plotted true "
+        "points to its report.", t1)
 
     # figure 2: radial densities
     D = 200.0
@@ -115,7 +178,7 @@ def build(ctx: DemoContext) -> Section:
     f2 = figure_from_matplotlib(
         fig, "Radial densities of two optimal noise functions",
         "Density of the noise length 2 pi r R(r) / Z. Planar Laplace is the optimum for "
-        "geo-indistinguishability; the (D, eps) optimum jumps by e^-eps every D metres.", t2)
+        "geo-indistinguishability. " + staircase_sentence(opt_d.noise, D), t2)
 
     # figure 3: expected loss vs eps, with the Bayesian adversary's remaining error
     epss = np.geomspace(0.002, 0.02, 4 if ctx.quick else 7)
@@ -149,18 +212,21 @@ def build(ctx: DemoContext) -> Section:
                   caption=f"{cell:.0f} m cells; prior = synthetic density per cell")
     f3 = figure_from_matplotlib(
         fig, "Both sides: utility loss and the Bayesian adversary's error against epsilon",
-        "More epsilon means reports closer to the truth and a better-informed adversary. The "
-        "adversary knows the prior and the mechanism and remaps each report to her best guess; "
+        trend_sentence(rows_a[:, 0], rows_a[:, 1], rows_a[:, 2], float(rows_a[0, 3]))
+        + " The adversary knows the prior and the mechanism and remaps each report to her best "
+        "guess; "
         f"her error is computed on {cell:.0f} m cells (locations and guesses are cell centres), "
         "so it understates what she learns about the position inside a cell.",
         table)
     return Section(
         id="geo",
         title="Geo-indistinguishability: obfuscating locations with optimal noise",
-        guarantee=GUARANTEE,
+        guarantee=guarantee_text(eps),
         parameters={"points": n, "epsilon per metre": eps, "area": "6 km x 6 km synthetic",
                     "(D, eps) example": f"D={D:.0f} m, eps=1, distance loss"},
-        results={"mean displacement (m)": err["mean"], "median displacement (m)": err["q50"],
+        results={"mean displacement (m)": err["mean"],
+                 "mean displacement 95% CI (m)": [mean_iv.low, mean_iv.high],
+                 "median displacement (m)": err["q50"],
                  "90% displacement (m)": err["q90"],
                  "(D, eps) optimal first step (m)": opt_d.core,
                  "(D, eps) optimal expected loss (m)": opt_d.expected_loss.value},

@@ -10,9 +10,12 @@ Two figures, each with the numbers behind it:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..core import DemoContext, Section, Table, figure_from_matplotlib
+from ..stats import Ranking, mean_ci, plural, rank_methods
 
 __all__ = ["build"]
 
@@ -32,16 +35,93 @@ more accurate.
 """
 
 
-def guarantee_text(eps: float = 0.1) -> str:
-    """The guarantee paragraph, with Identity's mean absolute error per bin computed at ``eps``."""
-    import math
+def identity_bin_error(eps: float) -> tuple[float, float]:
+    """Identity's mean absolute error per bin and its noise scale at ``eps`` (exact).
 
+    The sampler rounds the scale 1/eps up to a dyadic fraction t; the noise is two-sided
+    geometric with ratio a = exp(-1/t), whose mean absolute value is 2a / (1 - a^2).
+
+    Examples
+    --------
+    >>> mae, t = identity_bin_error(0.1)
+    >>> round(mae, 2), round(t, 5)
+    (9.98, 10.0)
+    """
     from ...samplers import dyadic_scale
 
     num, den = dyadic_scale(1.0 / eps)
-    a = math.exp(-den / num)
-    mae = 2 * a / (1 - a * a)        # E|Z| of the two-sided geometric with ratio a
-    return GUARANTEE_TEMPLATE.format(eps=eps, mae=mae, scale=num / den)
+    t = num / den
+    a = math.exp(-1.0 / t)
+    return 2 * a / (1 - a * a), t
+
+
+def guarantee_text(eps: float = 0.1) -> str:
+    """The guarantee paragraph, with Identity's mean absolute error per bin computed at ``eps``."""
+    mae, t = identity_bin_error(eps)
+    return GUARANTEE_TEMPLATE.format(eps=eps, mae=mae, scale=t)
+
+
+def slope_sentence(epsilons, means: dict[str, list[float]]) -> str:
+    """How error falls with epsilon: the median fitted slope of log(error) on log(epsilon).
+
+    Examples
+    --------
+    >>> slope_sentence([0.1, 1.0], {"a": [1.0, 0.1], "b": [2.0, 0.2]})
+    'Error falls as about epsilon^-1.00 (median fitted slope over the 2 mechanisms).'
+    """
+    slopes = [float(np.polyfit(np.log(epsilons), np.log(np.maximum(v, 1e-300)), 1)[0])
+              for v in means.values()]
+    return (f"Error falls as about epsilon^{np.median(slopes):.2f} (median fitted slope over "
+            f"the {len(slopes)} mechanisms).")
+
+
+def winners_sentence(rankings: dict[float, "Ranking"]) -> str:
+    """Which mechanisms win across epsilons, and how many wins are significant.
+
+    Examples
+    --------
+    >>> from veil.report.stats import rank_methods
+    >>> r1 = rank_methods({"a": [1, 1.1, 0.9], "b": [5, 5.1, 4.9]})
+    >>> r2 = rank_methods({"a": [5, 5.1, 4.9], "b": [1, 1.1, 0.9]})
+    >>> winners_sentence({0.1: r1, 1.0: r2})
+    'A significant winner at all 2 epsilons; 2 different mechanisms win (a, b): no mechanism wins everywhere.'
+    """
+    sig = [e for e, r in rankings.items() if r.significant]
+    names = sorted({r.best for e, r in rankings.items() if r.significant})
+    n = len(rankings)
+    if len(sig) == n:
+        head = f"A significant winner at all {n} epsilons"
+    elif not sig:
+        head = f"No significant winner at any of the {n} epsilons"
+    else:
+        head = f"A significant winner at {len(sig)} of the {n} epsilons"
+    if not names:
+        return head + "."
+    if len(names) == 1:
+        tail = f"{names[0]} wins at every epsilon with a significant winner"
+    else:
+        tail = (f"{len(names)} different mechanisms win ({', '.join(names)}): no mechanism "
+                "wins everywhere")
+    return f"{head}; {tail}."
+
+
+def negative_sentence(draws: np.ndarray) -> str:
+    """How many published counts came out negative (computed from the releases).
+
+    Examples
+    --------
+    >>> negative_sentence(np.array([[1.0, -2.0], [3.0, 4.0]]))
+    '1 of the 4 published counts (25.0%) came out negative; clip or round them only as post-processing.'
+    >>> negative_sentence(np.array([[1.0, 2.0]]))
+    'None of the 2 published counts came out negative here, but they can; clip or round them only as post-processing.'
+    """
+    neg = int((draws < 0).sum())
+    if neg == 0:
+        return (f"None of the {draws.size:,} published counts came out negative here, but "
+                "they can; clip or round them only as post-processing.")
+    return (f"{neg:,} of the {draws.size:,} published counts ({neg / draws.size:.1%}) came out "
+            "negative; clip or round them only as post-processing.")
+
 
 HOW_TO = """\
 # publish a 20-bin histogram of the 'age' column with epsilon = 0.5 (bins fixed publicly)
@@ -71,7 +151,7 @@ def _params(method: str, records: int) -> dict:
 
 
 def build(ctx: DemoContext) -> Section:
-    """Build the histograms section (about a second; ``ctx.quick`` uses smaller sizes)."""
+    """Build the histograms section (a few seconds; ``ctx.quick`` uses smaller sizes)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -81,47 +161,66 @@ def build(ctx: DemoContext) -> Section:
     from ...histograms.workload import random_range_workload, scaled_error
 
     n_bins, records = (128, 5_000) if ctx.quick else (256, 20_000)
-    trials = 1 if ctx.quick else 4
+    # enough independent trials for the ranking test to separate the mechanisms that differ
+    trials = 6 if ctx.quick else 20
+    n_queries = 1000
     epsilons = [0.1, 0.5, 1.0, 5.0] if ctx.quick else [0.05, 0.1, 0.5, 1.0, 5.0]
     x = _synthetic(ctx, n_bins, records)
     scale = int(x.sum())
-    queries = random_range_workload(n_bins, size=1000, rng=ctx.rng)
+    queries = random_range_workload(n_bins, size=n_queries, rng=ctx.rng)
 
-    ctx.progress(f"histograms: {len(METHODS)} mechanisms x {len(epsilons)} epsilons")
-    err = {m: [] for m in METHODS}
+    ctx.progress(f"histograms: {len(METHODS)} mechanisms x {len(epsilons)} epsilons x "
+                 f"{trials} trials")
+    samples: dict[str, list[np.ndarray]] = {m: [] for m in METHODS}
     for eps in epsilons:
         for m in METHODS:
-            e = [scaled_error(queries, x, publish(x, epsilon=eps, method=m, rng=ctx.rng,
-                                                  **_params(m, scale)).value)
-                 for _ in range(trials)]
-            err[m].append(float(np.mean(e)))
+            samples[m].append(np.array([
+                scaled_error(queries, x, publish(x, epsilon=eps, method=m, rng=ctx.rng,
+                                                 **_params(m, scale)).value)
+                for _ in range(trials)]))
+    err = {m: [float(a.mean()) for a in samples[m]] for m in METHODS}
+    rankings = {e: rank_methods({m: samples[m][i] for m in METHODS})
+                for i, e in enumerate(epsilons)}
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    for m in METHODS:
-        ax.loglog(epsilons, err[m], marker="o", label=m)
+    for k, m in enumerate(METHODS):
+        mean, lo, hi = mean_ci(np.stack(samples[m]), axis=1)
+        lo = np.maximum(lo, mean * 1e-3)  # a log axis cannot show a bar below zero
+        # offset the markers slightly so that overlapping intervals stay visible
+        xs = np.asarray(epsilons) * (1 + 0.025 * (k - (len(METHODS) - 1) / 2))
+        ax.errorbar(xs, mean, yerr=[mean - lo, hi - mean], marker="o", ms=4, capsize=2.5,
+                    lw=1.2, label=m)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
     ax.set_xlabel("epsilon")
     ax.set_ylabel("scaled error (mean |range error| / records)")
     ax.set_title(f"Random range queries, {n_bins} bins, {scale:,} records")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    t1 = Table(["method", *[f"eps={e:g}" for e in epsilons]],
-               [[m, *[float(f"{v:.4g}") for v in err[m]]] for m in METHODS],
-               caption=f"mean over {trials} trials of 1,000 random ranges")
     ax.set_xticks(epsilons, [f"{e:g}" for e in epsilons])
     ax.minorticks_off()
-    best = {e: min(METHODS, key=lambda m, i=i: err[m][i]) for i, e in enumerate(epsilons)}
-    summary = ", ".join(f"{best[e]} at eps={e:g}" for e in epsilons)
-    # the measured slope of log(error) against log(epsilon), per method (median over methods)
-    slopes = [float(np.polyfit(np.log(epsilons), np.log(err[m]), 1)[0]) for m in METHODS]
-    winners = sorted(set(best.values()))
-    who = (f"{winners[0]} wins at every epsilon here" if len(winners) == 1 else
-           f"{len(winners)} different mechanisms win across these epsilons")
+    cis = {m: [mean_ci(a) for a in samples[m]] for m in METHODS}
+    t1 = Table(["method", "epsilon", "mean scaled error", "95% CI low", "95% CI high",
+                "scaled error of each trial"],
+               [[m, e, float(f"{c.mean:.4g}"), float(f"{c.low:.4g}"), float(f"{c.high:.4g}"),
+                 [float(v) for v in samples[m][i]]]
+                for m in METHODS for i, (e, c) in enumerate(zip(epsilons, cis[m]))],
+               caption=f"mean scaled error over {plural(trials, 'trial')} of "
+                       f"{n_queries:,} random ranges, with 95% t-intervals")
     f1 = figure_from_matplotlib(
         fig, "Range-query error against epsilon",
-        f"Error falls as about epsilon^{np.median(slopes):.2f} (median fitted slope over the "
-        f"{len(METHODS)} mechanisms). Lowest error in this run: {summary} "
-        f"(mean of {trials} trial{'s' if trials != 1 else ''}; {who}: "
-        "see docs/benchmarks.md for the full DPBench comparison).", t1)
+        slope_sentence(epsilons, err) + f" Error bars: 95% confidence intervals over "
+        f"{plural(trials, 'trial')}. " + winners_sentence(rankings) + " Mechanism by "
+        "mechanism in the table below; see docs/benchmarks.md for the full DPBench comparison.",
+        t1)
+    best_table = Table(
+        ["epsilon", "lowest mean", "scaled error (95% CI)", "verdict"],
+        [[e, r.best, r.intervals[r.best].text("{:.3g}"), r.sentence()]
+         for e, r in rankings.items()],
+        caption=f"Which mechanism is best? The lowest mean is named best only when a "
+                f"{rankings[epsilons[0]].test} at alpha = {rankings[epsilons[0]].alpha:g} puts "
+                f"it below every other mechanism; otherwise no significant difference is "
+                f"reported.")
 
     eps_show, reps = 0.5, 20 if ctx.quick else 100
     ctx.progress(f"histograms: {reps} releases at epsilon={eps_show} for error bars")
@@ -133,35 +232,41 @@ def build(ctx: DemoContext) -> Section:
     b = np.arange(n_bins)
     ax.bar(b, x, width=1.0, color="#c9d6e8", label="true counts")
     ax.fill_between(b, lo, hi, step="mid", color="#e07b39", alpha=0.35,
-                    label="5-95 % of releases")
+                    label=f"5-95 % of {reps} releases")
     ax.step(b, rel.value, where="mid", color="#b3441b", lw=0.9, label="one release (hb)")
     ax.set_xlabel("bin")
     ax.set_ylabel("count")
-    ax.set_title(f"Before and after: hb at epsilon = {eps_show}")
+    ax.set_title(f"Before and after: hb at epsilon = {eps_show:g}")
     ax.legend(fontsize=8)
     half = (hi - lo) / 2
+    every = max(1, n_bins // 16)
     t2 = Table(["bin", "true", "published", "5 %", "95 %"],
                [[int(i), int(x[i]), round(float(rel.value[i]), 1), round(float(lo[i]), 1),
-                 round(float(hi[i]), 1)] for i in range(0, n_bins, max(1, n_bins // 16))],
-               caption=f"every {max(1, n_bins // 16)}th bin; band from {reps} releases")
+                 round(float(hi[i]), 1)] for i in range(0, n_bins, every)],
+               caption=f"every {every}th bin; band from {reps} releases")
     f2 = figure_from_matplotlib(
         fig, "A histogram before and after privatisation",
         f"Average half-width of the 5-95 % band: {half.mean():.1f} records per bin. "
-        "Counts can come out negative; clip or round them only as post-processing.", t2)
+        + negative_sentence(np.vstack([rel.value, draws])), t2)
 
-    best = {f"best method at eps={e:g}": min(METHODS, key=lambda m: err[m][i])
-            for i, e in enumerate(epsilons)}
+    results = {f"best method at eps={e:g}": r.card() for e, r in rankings.items()}
+    eps_card = 1.0 if 1.0 in epsilons else epsilons[-1]
+    i_card = epsilons.index(eps_card)
     return Section(
         id="histograms",
         title="DP histograms: how accurate are range queries at a given epsilon?",
         guarantee=guarantee_text(),
         parameters={"bins": n_bins, "records": scale, "epsilons": epsilons, "trials": trials,
-                    "workload": "1,000 random ranges",
+                    "workload": f"{n_queries:,} random ranges",
                     "structurefirst count bound": "number of records (public in this demo)",
-                    "neighbouring datasets": "differ by one record"},
-        results={**best, "hb band half-width (records, eps=0.5)": float(half.mean()),
-                 **{f"scaled error {m} at eps=1": err[m][epsilons.index(1.0)]
+                    "neighbouring datasets": "differ by one record",
+                    "ranking test": f"{rankings[epsilons[0]].test}, alpha = "
+                                    f"{rankings[epsilons[0]].alpha:g}"},
+        results={**results,
+                 f"hb band half-width (records, eps={eps_show:g})": float(half.mean()),
+                 **{f"scaled error {m} at eps={eps_card:g}": cis[m][i_card].text("{:.3g}")
                     for m in METHODS}},
         figures=[f1, f2],
+        tables=[best_table],
         how_to=HOW_TO,
     )

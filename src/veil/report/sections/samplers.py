@@ -12,13 +12,16 @@ test (the p-values are shown, not asserted; the audited tests live in
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..core import DemoContext, Section, Table, figure_from_matplotlib
+from ..stats import mean_ci
 
 __all__ = ["build"]
 
-GUARANTEE = """\
+GUARANTEE_TEMPLATE = """\
 These are the random sources behind every veil mechanism; the plots check that the draws follow the
 distributions the privacy proofs assume.
 
@@ -31,14 +34,94 @@ dyadic fraction, so the real epsilon is never larger than the one asked for.
 
 **Planar Laplace** noise gives **geo-indistinguishability**: two places d metres apart produce
 reported locations whose probabilities differ by at most a factor e^(epsilon d). It protects the
-exact position, not the neighbourhood: with epsilon = 0.01 per metre the displacement is 200 m
-on average, so a place 2 km away is still easy to tell apart. This sampler is float64; mechanisms
+exact position, not the neighbourhood: {planar_example} This sampler is float64; mechanisms
 that publish points snap them to a grid where the guarantee is stated.
 
 The **exponential mechanism** picks a candidate with probability proportional to
 exp(epsilon u / (2 s)) where u is the candidate's score and s the most one person can change any
 score; each pick is epsilon-DP.
 """
+
+#: Below this p-value a goodness-of-fit test in this section flags the sampler as broken
+#: (the audited tests in ``tests/`` use the same level).
+ALPHA = 1e-6
+
+
+def planar_example(eps: float) -> str:
+    """What epsilon per metre means in metres: the mean displacement and a place 10x farther.
+
+    Examples
+    --------
+    >>> planar_example(0.01)
+    'with epsilon = 0.01 per metre the displacement is 200 m on average, while two places 2,000 m apart can be told apart by a likelihood ratio up to e^20 (about 4.9e+08).'
+    """
+    mean = 2.0 / eps
+    far = 10 * mean
+    return (f"with epsilon = {eps:g} per metre the displacement is {mean:,.0f} m on average, "
+            f"while two places {far:,.0f} m apart can be told apart by a likelihood ratio up "
+            f"to e^{eps * far:g} (about {math.exp(eps * far):.2g}).")
+
+
+def guarantee_text(eps_geo: float) -> str:
+    """The guarantee paragraph with the planar example computed at ``eps_geo``."""
+    return GUARANTEE_TEMPLATE.format(planar_example=planar_example(eps_geo))
+
+
+def fit_sentence(test: str, p: float, alpha: float = ALPHA) -> str:
+    """A goodness-of-fit verdict from its p-value.
+
+    Examples
+    --------
+    >>> fit_sentence("Chi-square", 0.31)
+    'Chi-square goodness of fit p = 0.31: consistent with the claimed distribution (p below 1e-06 would flag a broken sampler).'
+    >>> fit_sentence("Chi-square", 1e-9)
+    'Chi-square goodness of fit p = 1e-09: the draws depart from the claimed distribution (p below 1e-06).'
+    """
+    if p < alpha:
+        return (f"{test} goodness of fit p = {p:.3g}: the draws depart from the claimed "
+                f"distribution (p below {alpha:g}).")
+    return (f"{test} goodness of fit p = {p:.3g}: consistent with the claimed distribution "
+            f"(p below {alpha:g} would flag a broken sampler).")
+
+
+def direction_sentence(p: float, sectors: np.ndarray, alpha: float = ALPHA) -> str:
+    """Whether the angles look uniform, from the KS p-value and the sector counts.
+
+    Examples
+    --------
+    >>> direction_sentence(0.5, np.array([10, 12, 11, 9]))
+    'No direction is preferred (angle uniformity KS p = 0.5); the 4 sectors hold 9 to 12 draws.'
+    >>> direction_sentence(1e-12, np.array([40, 2, 1, 1]))
+    'The directions are NOT uniform (angle uniformity KS p = 1e-12); the 4 sectors hold 1 to 40 draws.'
+    """
+    spread = (f"the {sectors.size} sectors hold {int(sectors.min()):,} to "
+              f"{int(sectors.max()):,} draws.")
+    if p < alpha:
+        return f"The directions are NOT uniform (angle uniformity KS p = {p:.3g}); {spread}"
+    return f"No direction is preferred (angle uniformity KS p = {p:.3g}); {spread}"
+
+
+def exponential_sentence(scores: np.ndarray, prob: np.ndarray, counts: np.ndarray) -> str:
+    """How selection follows the score, from the frequencies drawn.
+
+    Examples
+    --------
+    >>> exponential_sentence(np.array([0., 1., 2.]), np.array([.2, .3, .5]), np.array([20, 30, 50]))
+    'Frequencies rise with the score (Spearman rank correlation 1 over 3 candidates): the best-scored candidate is picked in 50% of draws (probability 50%), never with certainty.'
+    """
+    from scipy import stats
+
+    n = int(counts.sum())
+    freq = counts / n
+    rho = float(stats.spearmanr(scores, freq).statistic)
+    trend = ("rise with" if rho > 0.5 else "fall with" if rho < -0.5 else "barely follow")
+    best = int(np.argmax(scores))
+    certain = ("never with certainty" if counts[best] < n
+               else "in every draw (no uncertainty left)")
+    return (f"Frequencies {trend} the score (Spearman rank correlation {rho:.2g} over "
+            f"{scores.size} candidates): the best-scored candidate is picked in "
+            f"{freq[best]:.0%} of draws (probability {prob[best]:.0%}), {certain}.")
+
 
 HOW_TO = """\
 # exact discrete Laplace noise on your own counts (epsilon-DP for counts of sensitivity 1)
@@ -92,8 +175,10 @@ def _discrete_laplace(ctx: DemoContext, n: int, scale: float):
     figure = figure_from_matplotlib(
         fig, "Discrete Laplace draws against the exact pmf",
         f"Bars: frequencies of {n:,} draws of the exact sampler; dots: the pmf "
-        f"P[Z = z] = (1 - a)/(1 + a) a^|z| with a = exp(-1/t). Chi-square goodness of fit "
-        f"p = {p:.3g} (values beyond +-{K} pooled into two tail bins).", table)
+        f"P[Z = z] = (1 - a)/(1 + a) a^|z| with a = exp(-1/t). "
+        + fit_sentence("Chi-square", p)
+        + f" Values beyond +-{K} are pooled into two tail bins; the draws' variance is "
+          f"{var_emp / var_th:.3f} times the exact one.", table)
     results = {"discrete Laplace fit p-value": p,
                "discrete Laplace variance (draws / exact)": var_emp / var_th}
     return figure, results
@@ -112,7 +197,8 @@ def _planar_laplace(ctx: DemoContext, n: int, eps: float):
     dist = stats.gamma(2.0, scale=1.0 / eps)
     ks_r = stats.kstest(r, dist.cdf)
     ks_t = stats.kstest(theta / (2 * np.pi), "uniform")
-    r_max = float(dist.ppf(0.995))
+    q_view = 0.995
+    r_max = float(dist.ppf(q_view))
     edges = np.linspace(0.0, r_max, 31)
     counts, _ = np.histogram(r, bins=edges)
     width = np.diff(edges)
@@ -134,13 +220,15 @@ def _planar_laplace(ctx: DemoContext, n: int, eps: float):
     t1 = Table(["r from (m)", "r to (m)", "count", "observed density", "Gamma(2) density"],
                [[float(a), float(b), int(c), float(o), float(e)]
                 for a, b, c, o, e in zip(edges[:-1], edges[1:], counts, dens_obs, dens_exp)],
-               caption=f"{int((r > r_max).sum())} draws beyond {r_max:.0f} m (0.5% expected); "
+               caption=f"{int((r > r_max).sum()):,} draws beyond {r_max:.0f} m "
+                       f"({1 - q_view:.1%} of {n:,} expected: {(1 - q_view) * n:,.0f}); "
                        f"KS p = {ks_r.pvalue:.3g}")
+    r_ci = mean_ci(r)
     f1 = figure_from_matplotlib(
         fig, "Planar Laplace radius against the Gamma(2) density",
         f"Histogram of |noise| for {n:,} draws; the curve is the density the geo-"
-        f"indistinguishability proof assumes. Kolmogorov-Smirnov p = {ks_r.pvalue:.3g}; mean "
-        f"{r.mean():.1f} m against 2/epsilon = {2 / eps:g} m.", t1)
+        f"indistinguishability proof assumes. " + fit_sentence("Kolmogorov-Smirnov", ks_r.pvalue)
+        + f" Mean {r_ci.text('{:.1f}', 'm')} against 2/epsilon = {2 / eps:g} m.", t1)
 
     m = min(n, 3000)
     fig, ax = plt.subplots(figsize=(4.6, 4.6))
@@ -163,13 +251,16 @@ def _planar_laplace(ctx: DemoContext, n: int, eps: float):
     t2 = Table(["angle sector (degrees)", "draws", "expected (uniform)"],
                [[f"{45 * k}-{45 * (k + 1)}", int(c), n / 8] for k, c in enumerate(sectors)],
                caption=f"All {n:,} draws by direction; angle uniformity KS p = {ks_t.pvalue:.3g}")
+    inside = [float(np.mean(r <= dist.ppf(q))) for q in qs]
     f2 = figure_from_matplotlib(
         fig, "Planar Laplace displacements in the plane",
-        f"{m:,} of the draws around the true point (+); circles hold the median and 90% of "
-        f"the mass. No direction is preferred: the table counts all draws by 45-degree sector.",
-        t2)
+        f"{m:,} of the draws around the true point (+); the circles should hold "
+        + " and ".join(f"{q:.0%}" for q in qs) + " of the mass and hold "
+        + " and ".join(f"{v:.1%}" for v in inside) + " of the draws. "
+        + direction_sentence(float(ks_t.pvalue), sectors)
+        + " The table counts all draws by 45-degree sector.", t2)
     results = {"planar radius fit p-value": float(ks_r.pvalue),
-               "planar mean displacement (m)": float(r.mean()),
+               "planar mean displacement (m)": r_ci.text("{:.1f}"),
                "planar expected displacement 2/eps (m)": 2 / eps}
     return [f1, f2], results
 
@@ -201,8 +292,8 @@ def _exponential(ctx: DemoContext, n: int, eps: float):
                   caption=f"chi-square = {stat:.1f} on {dof} degrees of freedom, p = {pval:.3g}")
     fig_ = figure_from_matplotlib(
         fig, "Exponential mechanism: selection frequencies against probabilities",
-        f"Better-scored candidates are picked more often, but never with certainty: that "
-        f"uncertainty is the privacy. Chi-square goodness of fit p = {pval:.3g}.", table)
+        exponential_sentence(scores, p, counts) + " That uncertainty is the privacy. "
+        + fit_sentence("Chi-square", pval), table)
     return fig_, {"exponential mechanism fit p-value": pval,
                   "best candidate picked (share)": float(counts[-1] / n)}
 
@@ -221,14 +312,14 @@ def build(ctx: DemoContext) -> Section:
     return Section(
         id="samplers",
         title="Noise samplers: do the draws follow the claimed distributions?",
-        guarantee=GUARANTEE,
+        guarantee=guarantee_text(eps_geo),
         parameters={"draws per check": n, "discrete Laplace scale t": scale,
                     "discrete Laplace epsilon (count sensitivity 1)": 1 / scale,
                     "planar Laplace epsilon (per metre)": eps_geo,
                     "exponential mechanism epsilon": eps_em,
                     "exponential mechanism sensitivity": 1.0,
-                    "goodness-of-fit tests": "chi-square / Kolmogorov-Smirnov; a p-value below "
-                                             "1e-6 would signal a broken sampler"},
+                    "goodness-of-fit tests": f"chi-square / Kolmogorov-Smirnov; a p-value below "
+                                             f"{ALPHA:g} would signal a broken sampler"},
         results=results,
         figures=[f_dl, *f_pl, f_em],
         how_to=HOW_TO,
