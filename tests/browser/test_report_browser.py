@@ -8,6 +8,13 @@ error, no page error, and no network request other than ``file://`` and
 page at a laptop width (1280 px) and a phone width (390 px) are saved in the
 test's tmp folder and copied to ``/tmp/veil-screens/`` for people to look at.
 
+On a phone (issue 17): at both widths every figure fits the screen (no horizontal scrolling of
+the page or inside a figure), the phone rendering is the one shown on the 390 px screen and the
+wide one on the laptop, the smallest text of every figure is at least 9 CSS pixels as displayed,
+and the layout facts measured when each rendering was drawn say every panel is titled, both axes
+carry labelled ticks and no legend covers a plotting area. A page with the old rule (figures 640 px
+wide in a scrolling box) fails the same checks.
+
 Part of the default suite (and so of CI): ``pip install -e '.[test]'`` installs
 playwright (the Python package bundles its driver); the browser is Debian's
 chromium at ``/usr/bin/chromium``, installed by the README's test command
@@ -27,6 +34,7 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = Path("/usr/bin/chromium")
+MIN_TEXT_CSS_PX = 9.0
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 SCREENS = Path("/tmp/veil-screens")
@@ -68,7 +76,9 @@ def report(tmp_path_factory):
         sid = mod.rsplit(".", 1)[-1]
         data = json.loads((out / "sections" / f"{sid}.json").read_text())
         expected.append((data["id"], data["title"]))
-    return sync_playwright, out, Path(index), expected
+    sections = {sid: json.loads((out / "sections" / f"{sid}.json").read_text())
+                for sid, _ in expected}
+    return sync_playwright, out, Path(index), expected, sections
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +104,7 @@ def _open(browser, index: Path, width: int, height: int):
 
 @pytest.mark.parametrize("device", sorted(WIDTHS))
 def test_report_renders(browser, report, device, tmp_path):
-    _, out, index, expected = report
+    _, out, index, expected, sections = report
     width, height = WIDTHS[device]
     page, log = _open(browser, index, width, height)
     try:
@@ -126,6 +136,9 @@ def test_report_renders(browser, report, device, tmp_path):
         # nothing wider than the viewport (no horizontal scrolling of the page itself)
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 1, f"page is {overflow} px wider than a {width} px screen"
+        # every figure scaled to the screen, the right rendering, readable, titled, ticked
+        problems = _figure_problems(page, sections, device)
+        assert not problems, "\n".join(problems)
         # screenshots, for people
         shot = tmp_path / f"report-{device}-{width}px.png"
         page.screenshot(path=str(shot), full_page=True)
@@ -146,3 +159,85 @@ def test_request_recording_catches_remote_urls(browser, tmp_path):
     page, log = _open(browser, html, 400, 300)
     page.close()
     assert any(u.startswith("http://127.0.0.1:9") for u in log["requests"])
+
+
+_FIGURES_JS = """els => els.map(f => {
+  const img = f.querySelector('img');
+  const cap = f.querySelector('figcaption');
+  return {id: f.id, scroll: f.scrollWidth, client: f.clientWidth,
+          shown: img ? img.getBoundingClientRect().width : 0,
+          right: img ? img.getBoundingClientRect().right : 0,
+          natural: img ? img.naturalWidth : 0, src: img ? img.currentSrc : '',
+          alt: img ? img.alt : '', caption: cap ? cap.innerText : '',
+          viewport: document.documentElement.clientWidth};
+})"""
+
+
+def _figure_problems(page, sections: dict, device: str) -> list[str]:
+    """What a reader at this width would notice about the figures (empty when all is well)."""
+    from veil.report.core import layout_problems
+
+    figs = page.eval_on_selector_all("figure", _FIGURES_JS)
+    by_id = {f["id"]: f for f in figs}
+    out = []
+    if not figs:
+        return ["no figure on the page"]
+    for sid, sec in sections.items():
+        for i, meta in enumerate(sec.get("figures") or [], 1):
+            f = by_id.get(f"{sid}-fig{i}")
+            if f is None:
+                out.append(f"{sid} figure {i} is not on the page")
+                continue
+            name = f"{sid} figure {i}"
+            if f["scroll"] > f["client"] + 1:
+                out.append(f"{name} scrolls sideways ({f['scroll']} px in {f['client']} px)")
+            if f["shown"] > f["viewport"] + 1 or f["right"] > f["viewport"] + 1:
+                out.append(f"{name} is wider than the screen ({f['shown']:.0f} px, ends at "
+                           f"{f['right']:.0f} px of {f['viewport']})")
+            key = "png_phone_base64" if device == "phone" else "png_base64"
+            want = meta.get(key) or meta["png_base64"]
+            if not f["src"].endswith(want[-200:]):
+                out.append(f"{name}: the {device} screen shows the wrong rendering")
+            # the facts of the rendering actually shown
+            phone = bool(meta.get("png_phone_base64")) and \
+                f["src"].endswith(meta["png_phone_base64"][-200:])
+            layout = (meta.get("layout") or {}).get("phone" if phone else "wide")
+            if not layout:
+                out.append(f"{name}: no layout facts were recorded")
+                continue
+            for p in layout_problems(layout, phone=phone):
+                out.append(f"{name} ({device} rendering): {p}")
+            if f["natural"]:
+                px = layout["min_font_pt"] * layout["dpi"] / 72 * f["shown"] / f["natural"]
+                if px < MIN_TEXT_CSS_PX:
+                    out.append(f"{name}: smallest text is {px:.1f} CSS px as shown, below "
+                               f"{MIN_TEXT_CSS_PX:g}")
+            title = meta.get("title") or ""
+            if not title or f"Figure {i}. {title}" not in " ".join(f["caption"].split()) \
+                    or f["alt"] != title:
+                out.append(f"{name} has no title in its caption and alt text")
+    return out
+
+
+def test_figure_checks_catch_the_old_phone_layout(browser, report, tmp_path):
+    """Power check: the report as it was (figures forced to 640 px in a scrolling box), and the
+    wide rendering merely scaled down to a phone, fail the same checks on a 390 px screen."""
+    _, out, index, expected, sections = report
+    doc = index.read_text(encoding="utf-8")
+    no_phone = doc.replace('<source media="(max-width: 600px)"',
+                           '<source media="(max-width: 1px)"')
+    old = no_phone.replace("</style>", "@media (max-width:600px){figure{overflow-x:auto}"
+                           "figure img{max-width:none;width:640px}}</style>")
+    found = {}
+    for name, text in (("old", old), ("scaled", no_phone)):
+        bad = tmp_path / f"{name}.html"
+        bad.write_text(text, encoding="utf-8")
+        page, _ = _open(browser, bad, *WIDTHS["phone"])
+        try:
+            found[name] = _figure_problems(page, sections, "phone")
+        finally:
+            page.close()
+    assert any("scrolls sideways" in p for p in found["old"])
+    assert any("wrong rendering" in p for p in found["old"])
+    assert any("smallest text" in p for p in found["scaled"])
+    assert not any("scrolls sideways" in p for p in found["scaled"])

@@ -341,3 +341,20 @@ def test_report_sentences_are_computed_from_their_own_tables(quick_demo):
     gr = np.array(g["figures"][2]["data"]["rows"], dtype=float)
     assert geo.trend_sentence(gr[:, 0], gr[:, 1], gr[:, 2], gr[0, 3]) in g["figures"][2]["caption"]
     assert geo.guarantee_text(g["parameters"]["epsilon per metre"]) == g["guarantee"]
+
+
+def test_every_figure_of_the_report_is_titled_ticked_and_uncovered(quick_demo):
+    """Issue 17: both renderings of every figure pass the layout rules (the browser test checks
+    how they are shown)."""
+    from veil.report.core import layout_problems
+
+    out, _ = quick_demo
+    problems = []
+    for p in sorted((out / "sections").glob("*.json")):
+        sec = json.loads(p.read_text())
+        for i, f in enumerate(sec["figures"], 1):
+            assert f.get("png_phone_base64"), f"{sec['id']} figure {i} has no phone rendering"
+            for kind in ("wide", "phone"):
+                problems += [f"{sec['id']} figure {i} {kind}: {x}"
+                             for x in layout_problems(f["layout"][kind], phone=kind == "phone")]
+    assert not problems, "\n".join(problems)

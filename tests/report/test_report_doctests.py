@@ -8,7 +8,7 @@ import importlib
 import numpy as np
 import pytest
 
-MODULES = ["veil.report.stats", *(f"veil.report.sections.{m}" for m in
+MODULES = ["veil.report.stats", "veil.report.core", *(f"veil.report.sections.{m}" for m in
                                   ("samplers", "histograms", "visits", "geo", "temporal",
                                    "tables"))]
 

@@ -3,8 +3,9 @@
 :func:`render_report` turns report sections into ONE HTML file: inline CSS,
 figures as PNG ``data:`` URIs, no script, no font, no stylesheet and no image
 fetched from anywhere, so the file can be mailed, archived or opened offline.
-It is readable on a laptop and a phone (fluid layout, images scale down, wide
-tables scroll sideways). Each section shows its title, the guarantee in plain
+It is readable on a laptop and a phone (fluid layout; every figure comes in two
+renderings, and screens up to 600 CSS pixels wide get the one laid out for a phone,
+scaled to the screen; only wide tables scroll sideways, inside their box). Each section shows its title, the guarantee in plain
 words, the parameters, headline results, figures with captions, the numbers
 behind every figure as a collapsible table, and the command to run it on your
 own data.
@@ -86,7 +87,8 @@ margin:.6rem 0}
 .card{border:1px solid var(--line);border-radius:8px;padding:.5rem .7rem;background:var(--bg)}
 .card .k{font-size:.8rem;color:var(--muted);overflow-wrap:anywhere}
 .card .v{font-size:1.15rem;font-weight:600;overflow-wrap:anywhere}
-figure{margin:1rem 0 1.4rem}
+figure{margin:1rem 0 1.4rem;max-width:100%}
+figure picture{display:block;max-width:100%}
 figure img{display:block;max-width:100%;height:auto;background:#fff;border:1px solid var(--line);
 border-radius:6px}
 figcaption{font-size:.92rem;color:var(--muted);margin-top:.35rem}
@@ -106,7 +108,6 @@ summary{cursor:pointer;color:var(--accent);padding:.2rem 0}
 footer{color:var(--muted);font-size:.85rem;border-top:1px solid var(--line);margin-top:2rem;
 padding-top:.8rem;padding-bottom:2rem}
 .card .v.multi{font-size:.95rem;font-weight:600}.card .v.multi .k{font-weight:400}
-@media (max-width:600px){figure{overflow-x:auto}figure img{max-width:none;width:640px}}
 @media (max-width:600px){body{font-size:15px}h1{font-size:1.5rem}h2{font-size:1.25rem}
 main,header,footer{padding:0 .7rem}.cards{grid-template-columns:repeat(2,minmax(0,1fr))}}
 @media print{details{display:block}nav.toc{display:none}}
@@ -290,13 +291,20 @@ def _table_html(t: Mapping[str, Any] | None, *, cls: str = "", note_json: str = 
     return "".join(out)
 
 
+#: Screens up to this many CSS pixels wide get the phone rendering of each figure.
+PHONE_MAX_CSS_PX = 600
+
+
+def _decode_png(b64: Any) -> bytes:
+    try:
+        return base64.b64decode(b64 or "", validate=True)
+    except (binascii.Error, ValueError, TypeError):
+        return b""
+
+
 def _figure_html(f: Mapping[str, Any], sid: str, i: int) -> str:
     title = f.get("title") or f"Figure {i}"
-    b64 = f.get("png_base64") or ""
-    try:
-        png = base64.b64decode(b64, validate=True)
-    except (binascii.Error, ValueError):
-        png = b""
+    png = _decode_png(f.get("png_base64"))
     size = _png_size(png)
     if size is None:
         img = '<p class="error">This figure could not be shown (its PNG data is missing or damaged).</p>'
@@ -305,6 +313,14 @@ def _figure_html(f: Mapping[str, Any], sid: str, i: int) -> str:
         b64 = base64.b64encode(png).decode("ascii")
         img = (f'<img src="data:image/png;base64,{b64}" width="{w}" height="{h}" '
                f'alt="{_esc(title)}">')
+        phone = _decode_png(f.get("png_phone_base64"))
+        psize = _png_size(phone)
+        if psize is not None:  # narrow screens get the figure laid out for them
+            pw, ph = psize
+            pb64 = base64.b64encode(phone).decode("ascii")
+            img = (f'<picture><source media="(max-width: {PHONE_MAX_CSS_PX}px)" '
+                   f'srcset="data:image/png;base64,{pb64}" width="{pw}" height="{ph}">'
+                   f"{img}</picture>")
     cap = f"<figcaption><b>Figure {i}. {_inline(title)}</b>"
     if f.get("caption"):
         cap += " " + _inline(f["caption"])

@@ -176,6 +176,7 @@ def build(ctx: DemoContext) -> Section:
         ax.set_xlabel("x (km)")
         ax.legend(fontsize=7, loc="upper right")
     axes[0].set_ylabel("y (km)")
+    axes[1].tick_params(labelleft=True)  # each panel readable on its own
     zp, zl = res["pim"][0].released_m / 1000, res["lm"][0].released_m / 1000
     every = max(1, steps // 15)
     pts = Table(columns=["timestamp", "true x (km)", "true y (km)", "PIM x", "PIM y", "LM x",
@@ -200,6 +201,7 @@ def build(ctx: DemoContext) -> Section:
     ax.plot(t, base, color="grey", ls=":", label="no information: always the grid centre")
     ax.set_xlabel("timestamp")
     ax.set_ylabel("distance to true cell (m)")
+    ax.set_title("Mean error per timestamp")
     ax.legend(fontsize=8)
     rows = [[int(i), round(float(err["pim"][:, i].mean()), 1),
              round(float(err["lm"][:, i].mean()), 1), round(float(base[i]), 1)]
