@@ -23,10 +23,39 @@ def test_docs_build_without_warnings(tmp_path):
         assert name in api
     hist = (html / "api" / "generated" / "veil.histograms.html").read_text()
     assert "publish" in hist and "Parameters" in hist
+    # issue 17: every tutorial was executed on the real data and its outputs are in the page
+    tutorials = sorted(p.stem for p in (ROOT / "docs" / "tutorials").glob("*.md"))
+    assert len(tutorials) >= 5
+    for t in tutorials:
+        page = (html / "tutorials" / f"{t}.html").read_text()
+        assert page.count('class="cell_output') >= 2, f"tutorial {t} shows no outputs"
+        assert "Traceback" not in page and "Error" not in page.split('class="cell_output', 1)[1]
+
+
+def test_a_failing_tutorial_fails_the_build(tmp_path):
+    """Power check: with the project's configuration, a notebook whose assert fails stops the
+    build (nb_execution_raise_on_error), so a tutorial cannot silently go stale."""
+    src = tmp_path / "src"
+    src.mkdir()
+    conf = (ROOT / "docs" / "conf.py").read_text()
+    conf = conf.replace('os.path.join(os.path.dirname(__file__), "..", "src")',
+                        repr(str(ROOT / "src")))
+    (src / "conf.py").write_text(conf)
+    (src / "index.md").write_text("# t\n\n```{toctree}\nbad\n```\n")
+    (src / "bad.md").write_text("---\nfile_format: mystnb\nkernelspec:\n  name: python3\n---\n"
+                                "# bad\n\n```{code-cell} ipython3\nassert 1 + 1 == 3, "
+                                "'deliberately stale'\n```\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "-E", "-q", "-b", "html", "-d",
+         str(tmp_path / "doctrees"), str(src), str(tmp_path / "html")],
+        capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0
+    assert "ExecutionError" in out.stderr and "bad.md" in out.stderr
 
 
 def test_every_guide_is_in_the_toctree():
     index = (ROOT / "docs" / "index.md").read_text()
     guides = sorted(p.stem for p in (ROOT / "docs").glob("*.md")
                     if p.name not in ("README.md", "index.md"))
+    guides += sorted(f"tutorials/{p.stem}" for p in (ROOT / "docs" / "tutorials").glob("*.md"))
     assert [g for g in guides if f"\n{g}\n" not in index] == []
