@@ -44,7 +44,7 @@ def test_readme_tour_runs(tmp_path):
                          env=env, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     for f in ("hidden.csv", "noisy_points.csv", "age_histogram.csv.meta.json", "noisy_points.csv.meta.json", "anonymized.csv",
-              "counts_out/manifest.json"):
+              "counts_out/_manifest.json"):
         assert (tmp_path / f).exists(), f
 
 

@@ -11,10 +11,26 @@ import numpy as np
 
 from .budget import GeoDP, PureDP
 
-__all__ = ["Release", "to_jsonable", "PROTECTED_UNITS"]
+__all__ = ["Release", "to_jsonable", "PROTECTED_UNITS", "TabularMixin"]
 
 #: The units of protection a release can state (see :attr:`Release.protects`).
 PROTECTED_UNITS = ("record", "user")
+
+
+class TabularMixin:
+    """``to_pandas()`` from ``to_arrow()``: every veil result converts the same way.
+
+    A result class defines :meth:`to_arrow` (a :class:`pyarrow.Table` of what may be
+    published, one row per bin, cell, point or record); ``to_pandas()`` is that table as a
+    :class:`pandas.DataFrame` (pandas is optional: it is imported only here).
+    """
+
+    def to_arrow(self):  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def to_pandas(self):
+        """The published values as a :class:`pandas.DataFrame` (see :meth:`to_arrow`)."""
+        return self.to_arrow().to_pandas()
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -44,7 +60,7 @@ def to_jsonable(obj: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class Release:
+class Release(TabularMixin):
     """A private output with its provenance.
 
     Attributes
@@ -75,6 +91,10 @@ class Release:
         whole trajectory). A record-level guarantee protects a person only if each person
         contributed a single record.
 
+    columns : tuple of str, optional
+        Names of the columns of an ``(n, k)`` value (``("lat", "lon")`` for points), used by
+        :meth:`to_arrow`.
+
     Examples
     --------
     >>> from veil.budget import PureDP
@@ -84,6 +104,14 @@ class Release:
     Traceback (most recent call last):
     ...
     veil.errors.ParameterError: protects must be one of 'record', 'user', got 'person'
+    >>> import numpy as np
+    >>> r = Release(np.array([3.0, -1.0]), "laplace", PureDP(1.0))
+    >>> r.to_pandas()
+       index  value
+    0      0    3.0
+    1      1   -1.0
+    >>> r.to_arrow().column_names
+    ['index', 'value']
     """
 
     value: Any
@@ -96,6 +124,7 @@ class Release:
     expected_error: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     protects: str = "record"
+    columns: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         from .validation import check_choice
@@ -120,6 +149,53 @@ class Release:
             "notes": list(self.notes),
             "protects": self.protects,
         })
+
+    def to_arrow(self):
+        """The released value as a :class:`pyarrow.Table` (nothing else of the release).
+
+        * a table (pyarrow, pandas, a dict of columns) as it is;
+        * a 1-D array (a histogram): columns ``index, value``;
+        * an ``(n, k)`` array with :attr:`columns` (points): one column per name;
+        * any other 2-D array (a map): one row per cell, ``row, col, value``, with the cell's
+          ``lat_min, lat_max, lon_min, lon_max`` when the parameters hold its public grid;
+        * a scalar: one row, column ``value``.
+        """
+        import pyarrow as pa
+
+        from .io.write import to_arrow as _table
+
+        v = self.value
+        if isinstance(v, pa.Table | pa.RecordBatch) or isinstance(v, dict) or (
+                type(v).__name__ == "DataFrame" and hasattr(v, "columns")):
+            return _table(v)
+        a = np.asarray(v)
+        if a.ndim == 0:
+            return pa.table({"value": a.reshape(1)})
+        if a.ndim == 1:
+            return pa.table({"index": np.arange(a.size, dtype=np.int64), "value": a})
+        if a.ndim == 2 and self.columns is not None:
+            if len(self.columns) != a.shape[1]:
+                from .errors import ParameterError
+
+                raise ParameterError(f"the release names {len(self.columns)} columns for a "
+                                     f"value of shape {a.shape}")
+            return pa.table({str(c): a[:, j] for j, c in enumerate(self.columns)})
+        if a.ndim == 2:
+            grid = self.parameters.get("grid")
+            cols: dict[str, Any] = {}
+            if isinstance(grid, dict) and {"rows", "cols", "bbox"} <= set(grid) \
+                    and (int(grid["rows"]), int(grid["cols"])) == a.shape:
+                from .maps.grid import MapGrid
+
+                cols = MapGrid.from_dict(grid).cell_bounds()
+            else:
+                r, c = np.divmod(np.arange(a.size, dtype=np.int64), a.shape[1])
+                cols = {"row": r, "col": c}
+            cols["value"] = a.ravel()
+            return pa.table(cols)
+        from .errors import ParameterError
+
+        raise ParameterError(f"a release value of shape {a.shape} has no table form")
 
     def sidecar_json(self) -> str:
         return json.dumps(self.metadata(), indent=2, sort_keys=True)

@@ -90,7 +90,7 @@ def rows(out: Path):
 
 
 def manifest(out: Path) -> dict:
-    return json.loads((Path(out) / "manifest.json").read_text())
+    return json.loads((Path(out) / "_manifest.json").read_text())
 
 
 def work_of(out: Path) -> Path:
@@ -128,7 +128,7 @@ def marked_processes(mark: str) -> list[int]:
 def published_problems(out: Path, part_columns: list[str]) -> list[str]:
     """What in an output folder is not a published part or the manifest (empty list = clean).
 
-    A clean folder is absent, or holds only ``manifest.json`` and ``part-*.parquet`` files
+    A clean folder is absent, or holds only ``_manifest.json`` and ``part-*.parquet`` files
     whose columns are ``part_columns`` (a raw staging file has other columns: no noise, no
     sanitized counts), and no sub-folder, temporary file or link.
     """
@@ -139,7 +139,7 @@ def published_problems(out: Path, part_columns: list[str]) -> list[str]:
     for p in sorted(out.iterdir()):
         if p.is_symlink() or p.is_dir():
             bad.append(f"{p.name}: {'link' if p.is_symlink() else 'folder'}")
-        elif p.name == "manifest.json":
+        elif p.name == "_manifest.json":
             continue
         elif p.name.startswith("part-") and p.name.endswith(".parquet"):
             cols = pq.read_schema(p).names

@@ -36,7 +36,7 @@ def test_batch_counts_end_to_end_and_refusals(tmp_path):
               env_extra=env)
     assert r.returncode == 0, r.stderr
     assert "300 users" in r.stdout
-    man = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    man = json.loads((tmp_path / "out" / "_manifest.json").read_text())
     assert man["epsilon_per_user"] == 0.5 and man["status"] == "complete"
     r2 = _veil("batch", "counts", str(inp), "-o", str(tmp_path / "out2"), "--categories", "a,b",
                "-e", "0.5", "--user-column", "person", "--category-column", "cat", "--quiet",

@@ -153,9 +153,9 @@ def test_batch_commands_succeed_completely_or_fail_cleanly(case, opts):
         else:
             st_ = job_status(out)
             assert st_["state"] == "complete", st_
-            man = json.loads((out / "manifest.json").read_text())
+            man = json.loads((out / "_manifest.json").read_text())
             assert man["status"] == "complete"
             assert not (d / ".out.veil-work").exists()
             assert sorted(p.name for p in out.iterdir() if not p.name.startswith("part-")) \
-                == ["manifest.json"]
+                == ["_manifest.json"]
         shutil.rmtree(d, ignore_errors=True)

@@ -392,7 +392,7 @@ def test_7_a_nested_column_the_job_does_not_read_is_fine(tmp_path):
 
 
 def test_7_a_category_outside_the_domain_fails_before_the_first_bucket(tmp_path):
-    """It used to fail mid-job, leaving _staging, manifest.json and part files."""
+    """It used to fail mid-job, leaving _staging, _manifest.json and part files."""
     n = 40_000
     g = np.random.default_rng(0)
     cat = g.choice(["a", "b", "c"], n).astype(object)
@@ -459,8 +459,8 @@ def test_8_nothing_is_readable_in_the_output_folder_before_it_is_complete(tmp_pa
             if out.exists():
                 names = sorted(os.listdir(out))
                 if names:
-                    complete = "manifest.json" in names and \
-                        json.loads((out / "manifest.json").read_text()).get("status") == "complete"
+                    complete = "_manifest.json" in names and \
+                        json.loads((out / "_manifest.json").read_text()).get("status") == "complete"
                     seen.append((tuple(names), complete))
             time.sleep(0.01)
     finally:

@@ -68,12 +68,12 @@ def test_per_user_results_match_direct_computation(tmp_path):
                       "GROUP BY uid").fetchall()
     assert got == {u: (r, d) for u, r, d in want}
     assert res.users == len(want) and res.rows_in == 30_000
-    man = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    man = json.loads((tmp_path / "out" / "_manifest.json").read_text())
     assert man["status"] == "complete" and len(man["parts"]) == 7
     # the published folder holds the parts and the manifest only; the private work folder
     # (staging with raw rows, the key) is gone
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == \
-        ["manifest.json"] + [f"part-{b:05d}.parquet" for b in range(7)]
+        ["_manifest.json"] + [f"part-{b:05d}.parquet" for b in range(7)]
     assert not work_of(tmp_path / "out").exists()
 
 
@@ -154,7 +154,7 @@ def test_ledger_refuses_second_release_without_spend_again(tmp_path):
         (ds,) = led.datasets()
         entries = led.summary(ds).entries
     assert [(e["amount"], e["state"]) for e in entries] == [(1.0, "committed")] * 2
-    man = json.loads((tmp_path / "o2" / "manifest.json").read_text())
+    man = json.loads((tmp_path / "o2" / "_manifest.json").read_text())
     assert man["epsilon_per_user"] == 1.0
 
 
@@ -162,7 +162,7 @@ def test_bad_inputs_fail_clearly_and_overwrite_nothing(tmp_path):
     inp = _checkins(tmp_path / "in.parquet")
     with pytest.raises(DataError, match="missing column.*'user'"):
         run_job(_job(inp, tmp_path / "o", user_column="user"))
-    assert not (tmp_path / "o" / "manifest.json").exists()
+    assert not (tmp_path / "o" / "_manifest.json").exists()
     # mixed schemas across partitions
     part = tmp_path / "parts"
     part.mkdir()
@@ -287,7 +287,7 @@ def test_trajectories_task_releases_every_point_once(tmp_path):
     assert len(a) == users.size
     assert sorted({(r[0], r[1]) for r in a}) == sorted(zip(users.tolist(), t.tolist()))
     assert all(r[4] >= 1 for r in a)
-    man = json.loads((tmp_path / "o1" / "manifest.json").read_text())
+    man = json.loads((tmp_path / "o1" / "_manifest.json").read_text())
     # 41 timestamps per user at epsilon 1 each (plus the public float64 bound of each step):
     # 41 per user by composition (issue 14, defect 1)
     from veil.geo.temporal import MarkovModel

@@ -1,8 +1,12 @@
-"""The maps section of ``veil demo``: every sentence with a number is computed from its data."""
+"""The maps section of ``veil demo``: every sentence with a number is computed from its data,
+and the "best method" cards come from the stated test on the releases in the figure's table."""
 
 import json
 
+import numpy as np
+
 from veil.report.demo import run_demo
+from veil.report.stats import rank_methods
 
 
 def test_maps_section(tmp_path):
@@ -11,16 +15,25 @@ def test_maps_section(tmp_path):
     assert sec["status"] == "ok", sec.get("error")
     true_vs_private, error_vs_eps = sec["figures"]
     rows = error_vs_eps["data"]["rows"]
-    cols = error_vs_eps["data"]["columns"]
-    err = {r[0]: r[1:] for r in rows}
-    for i, c in enumerate(cols[1:]):
-        eps = c.split("=")[1]
-        best = min((m for m in err if m != "auto"), key=lambda m: err[m][i])
-        assert sec["results"][f"best method at eps={eps}"] == best
-        assert abs(sec["results"][f"auto / best at eps={eps}"] - err["auto"][i] / err[best][i]) \
-            < 1e-3 * err["auto"][i] / err[best][i]
-        assert f"{best} at eps={eps}" in error_vs_eps["caption"]
+    runs = sec["parameters"]["runs"]
+    per = {}
+    for m, e, mean, lo, hi, each in rows:
+        assert len(each) == runs and abs(np.mean(each) - mean) <= 1e-3 * mean
+        assert lo <= mean <= hi
+        per.setdefault(e, {})[m] = each
+    for e, by_method in per.items():
+        mechs = {m: v for m, v in by_method.items() if m != "auto"}
+        r = rank_methods(mechs)
+        card = sec["results"][f"best method at eps={e:g}"]
+        assert card["lowest"] == r.best
+        assert ("next" in card) == r.significant
+        ratio = np.mean(by_method["auto"]) / np.mean(mechs[r.best])
+        assert abs(sec["results"][f"auto / best at eps={e:g}"] - ratio) < 1e-3 * ratio
+    verdicts = sec["tables"][0]["rows"]
+    assert [v[0] for v in verdicts] == sec["parameters"]["epsilons"]
+    assert "Welch" in sec["parameters"]["ranking test"]
     busiest = true_vs_private["data"]["rows"]
     assert [r[2] for r in busiest] == sorted((r[2] for r in busiest), reverse=True)
+    assert f"hold {sum(r[2] for r in busiest):,} points" in true_vs_private["caption"]
     assert "veil map publish" in sec["how_to"] and "one person" in sec["guarantee"]
     assert not list((tmp_path / "r").glob("*.parquet"))  # the scratch points are removed

@@ -145,3 +145,31 @@ def test_count_phrase(k, n, text):
     from veil.report.stats import count_phrase
 
     assert count_phrase(k, n) == text
+
+
+# ------------------------------------------------------------------ maps
+
+def test_maps_sentences_follow_the_picks_and_the_counts():
+    from veil.report.sections import maps
+
+    same = maps.auto_sentence({0.1: ["ug"] * 3}, {0.1: 1.2})
+    mixed = maps.auto_sentence({0.1: ["ug", "ag", "ug"]}, {0.1: 0.8})
+    assert same == ("auto picked ug at eps=0.1; its mean error is between 1.20 and 1.20 times "
+                    "the lowest-mean mechanism's.")
+    assert "ag (1 of 3 runs) and ug (2 of 3 runs)" in mixed and "0.80" in mixed
+    x = np.array([[100, 1], [7, 2]])
+    assert maps.busiest_sentence(x, x + 0.5, 1) == \
+        "The 1 busiest cells hold 100 points (of 110), published as 100.5."
+    assert "hold 107 points" in maps.busiest_sentence(x, x, 2)
+
+
+def test_tables_generalization_sentence_follows_the_rows():
+    rows = [["global", 0.4, 3.0], ["local", 0.3, 2.0]]
+    risk = [["input", 1.0, 0.9, 0.8], ["global", 0.2, 0.1, 0.05], ["local", 0.2, 0.1, 0.2]]
+    s = tables.generalization_sentence(rows, risk)
+    assert "local loses least granularity (0.300" in s and "global 0.400" in s
+    assert "from 0.800 (input) to 0.050 (global)" in s and "0.200 (local) at worst" in s
+    s = tables.generalization_sentence(rows[::-1], [risk[0], risk[2], risk[1]])
+    assert "local loses least granularity" in s  # the order of the rows does not matter
+    s = tables.generalization_sentence([["global", 0.1, 1.0], ["local", 0.3, 2.0]], risk)
+    assert s.startswith("global loses least granularity (0.100; local 0.300)")

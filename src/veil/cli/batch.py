@@ -29,7 +29,7 @@ SPEND = SPEND_AGAIN
 BUCKETS = typer.Option(None, "--buckets", help="Units of work (default: ~200k rows each).")
 LEDGER = _LEDGER
 USER = typer.Option("user", "--user-column", help="Column holding the user identifier.")
-OUT = typer.Option(..., "--output", "-o", help="Output folder (Parquet parts + manifest.json).")
+OUT = typer.Option(..., "--output", "-o", help="Output folder (Parquet parts + _manifest.json).")
 QUIET = typer.Option(False, "--quiet", help="No progress bar.")
 
 

@@ -14,7 +14,11 @@ from ..errors import DataError, ParameterError
 from ..release import to_jsonable
 from ..validation import check_choice, check_int
 
-MANIFEST = "manifest.json"
+#: The manifest's name in an output folder. It starts with "_" so that readers of Parquet
+#: datasets (pyarrow, pandas.read_parquet, DuckDB's hive reader) skip it: the folder reads as
+#: one table. Folders written before the rename hold :data:`LEGACY_MANIFEST`.
+MANIFEST = "_manifest.json"
+LEGACY_MANIFEST = "manifest.json"
 
 
 @dataclass
@@ -28,7 +32,7 @@ class Job:
         folders included) or a glob.
     output : str or Path
         Output folder: ``part-XXXXX.parquet`` partitions, their markers, and
-        ``manifest.json``.
+        ``_manifest.json``.
     task : str
         Registered task name (see :func:`veil.engine.task_names`).
     params : dict
@@ -174,7 +178,9 @@ def read_manifest(output: Path) -> dict[str, Any] | None:
     """The manifest of an output folder (``None`` if it has none; a link is refused)."""
     p = Path(output) / MANIFEST
     if not os.path.lexists(p):
-        return None
+        p = Path(output) / LEGACY_MANIFEST  # a folder written before the rename
+        if not os.path.lexists(p):
+            return None
     try:
         fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         with os.fdopen(fd, "rb") as fh:

@@ -13,7 +13,7 @@ by default ``.OUT.veil-work`` beside it, mode 0700):
   row counts and SHA-256, not yet published.
 
 ``OUT`` does not exist (or stays empty) until every part is verified: then
-``WORK/parts`` with its ``manifest.json`` is renamed to ``OUT`` in one step, and ``WORK`` is
+``WORK/parts`` with its ``_manifest.json`` is renamed to ``OUT`` in one step, and ``WORK`` is
 removed (raw rows and key with it). A reader of ``OUT`` sees nothing or the complete, verified
 job; a run killed anywhere resumes from ``WORK``.
 """

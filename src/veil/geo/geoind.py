@@ -162,7 +162,7 @@ def planar_laplace(points: Any, *, epsilon: float | GeoDP,
                    budget_split=_split(eps, corr),
                    noise_scale=1.0 / eps, noise_variance=6.0 / eps ** 2,
                    expected_error=_laplace_error(eps),
-                   notes=(lattice_note(res, corr), _FLOAT_NOTE))
+                   notes=(lattice_note(res, corr), _FLOAT_NOTE), columns=("lat", "lon"))
 
 
 def _split(eps: float, corr: float) -> dict[str, float]:
@@ -209,7 +209,7 @@ def planar_laplace_xy(xy: Any, *, epsilon: float | GeoDP,
                                "resolution_m": res},
                    budget_split=_split(eps, corr), noise_scale=1.0 / eps,
                    noise_variance=6.0 / eps ** 2, expected_error=_laplace_error(eps),
-                   notes=(lattice_note(res, corr), _FLOAT_NOTE))
+                   notes=(lattice_note(res, corr), _FLOAT_NOTE), columns=("x", "y"))
 
 
 def discretization_epsilon(epsilon: float, step: float, r_max: float,
@@ -287,7 +287,8 @@ def discretized_planar_laplace(points: Any, *, epsilon: float | GeoDP, grid_step
     out = rel.value
     la, lo = projection.to_latlon(out[:, 0], out[:, 1])
     params = dict(rel.parameters, projection=[projection.lat0, projection.lon0])
-    return replace(rel, value=np.column_stack((la, lo)), parameters=params)
+    return replace(rel, value=np.column_stack((la, lo)), parameters=params,
+                   columns=("lat", "lon"))
 
 
 def discretized_planar_laplace_xy(xy: Any, *, epsilon: float | GeoDP, grid_step: float,
@@ -337,7 +338,8 @@ def discretized_planar_laplace_xy(xy: Any, *, epsilon: float | GeoDP, grid_step:
                    noise_scale=1.0 / eps, noise_variance=6.0 / eps ** 2,
                    expected_error=_laplace_error(eps),
                    notes=("guarantee: eps'-geo-indistinguishability between grid points "
-                          "(Andres et al. CCS 2013)", "expected_error ignores snapping/truncation"))
+                          "(Andres et al. CCS 2013)", "expected_error ignores snapping/truncation"),
+                   columns=("x", "y"))
 
 
 def snap_truncate(z: np.ndarray, grid: Grid, allowed: np.ndarray) -> np.ndarray:
@@ -543,4 +545,5 @@ class ConsistentObfuscator:
                               "defence); noise is added to the public cell centre",
                               f"each distinct (user, cell, window) spends eps; "
                               f"{len(uniq)} distinct over {lat.size} reports",
-                              lattice_note(self.resolution, self._corr)))
+                              lattice_note(self.resolution, self._corr)),
+                       columns=("lat", "lon"))

@@ -240,9 +240,10 @@ def optimal_remap(release: Release | Any, *, prior_points: Any, prior_weights: A
     if base is None:
         from ..budget import GeoDP
         return Release(latlon, "remapped", GeoDP(eps), parameters={"remap": info},
-                       notes=(note,))
+                       notes=(note,), columns=("lat", "lon"))
     return replace(base, value=latlon, mechanism=f"{base.mechanism}+remap",
-                   parameters={**base.parameters, "remap": info}, notes=base.notes + (note,))
+                   parameters={**base.parameters, "remap": info}, notes=base.notes + (note,),
+                   columns=("lat", "lon"))
 
 
 def remap_trajectory(result: Any, grid: Any, *, loss: str = "euclidean") -> Release:

@@ -197,6 +197,7 @@ class ReportBudgetManager:
                        notes=("budget: the largest total spent by one user in one window "
                               "(sequential composition); cached reports reveal that two "
                               "reports share a public cell",
-                              lattice_note(self.resolution, self._corr)))
+                              lattice_note(self.resolution, self._corr)),
+                       columns=("lat", "lon"))
 
 

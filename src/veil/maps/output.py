@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DataError, ParameterError
-from ..release import Release, to_jsonable
+from ..release import Release, TabularMixin, to_jsonable
 from .grid import MapGrid, _M_PER_DEG
 
 __all__ = ["write_map", "read_map", "PublishedMap", "map_table", "geojson_text", "png_bytes",
@@ -41,12 +41,18 @@ TABLE_FORMATS = (".parquet", ".csv", ".json")
 
 
 @dataclass(frozen=True)
-class PublishedMap:
+class PublishedMap(TabularMixin):
     """A published map read back from its table and sidecar."""
 
     values: np.ndarray
     grid: MapGrid
     meta: dict[str, Any]
+
+    def to_arrow(self):
+        """The map's table: one row per cell (``row, col``, the cell's box, ``count``)."""
+        from ..io.write import to_arrow
+
+        return to_arrow(map_table(self.values, self.grid))
 
 
 def map_table(values: np.ndarray, grid: MapGrid) -> dict[str, np.ndarray]:

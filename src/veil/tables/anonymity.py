@@ -25,6 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import DataError, ParameterError
+from ..release import TabularMixin
 from ..validation import check_k
 from .constraints import DiversityConstraint
 from .data import EncodedQI, as_columns, cell_text, encode_qi, num_rows, replace_columns
@@ -161,14 +162,15 @@ def visible_counts(enc: EncodedQI, out_codes: np.ndarray,
 
 
 @dataclass
-class Anonymization:
+class Anonymization(TabularMixin):
     """A k-anonymous table produced by suppression, with its clustering and metrics.
 
     Attributes
     ----------
     table : same kind as the input
-        The anonymized table: QI columns as text with ``marker`` in suppressed
-        cells; other columns unchanged; rows in input order.
+        The anonymized table: QI columns with a suppressed cell as text with
+        ``marker`` in suppressed cells; every other column (a QI column with no
+        suppressed cell included) unchanged, dtype kept; rows in input order.
     k, qi, method, marker
     groups : ndarray (n,)
         The cluster of each row (classes on the full QI tuple may join clusters).
@@ -198,6 +200,19 @@ class Anonymization:
     marker: str = SUPPRESSED
     levels: np.ndarray | None = None
     privacy: list = field(default_factory=list)
+
+    def to_arrow(self):
+        """The anonymized table as a :class:`pyarrow.Table` (whatever kind the input was)."""
+        from ..io.write import to_arrow
+
+        return to_arrow(self.table)
+
+    def to_pandas(self):
+        """The anonymized table as a :class:`pandas.DataFrame` (the input's dtypes where they
+        are kept: see :func:`veil.tables.diverse.diva`)."""
+        if type(self.table).__name__ == "DataFrame":
+            return self.table.copy()
+        return self.to_arrow().to_pandas()
 
     @property
     def constraints_satisfied(self) -> int:
@@ -430,6 +445,8 @@ def build_result(table: Any, cols: dict, enc: EncodedQI, k: int, groups: np.ndar
         raise AssertionError(f"internal error: a cluster has {sizes.min()} < k = {k} rows")
     new = {}
     for j, name in enumerate(enc.names):
+        if not mask[:, j].any():
+            continue  # nothing suppressed: the column is published as it is (its dtype kept)
         s = cell_text(cols[name], name=name).copy()
         s[mask[:, j]] = marker
         new[name] = s

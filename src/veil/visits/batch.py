@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import DataError, InfeasibleError, InstanceTooLargeError, ParameterError
 from ..io import sql
+from ..release import TabularMixin
 from ..validation import check_choice
 from .hide import hide
 from .resemble import avoid, resemble
@@ -66,16 +67,17 @@ def _reader(path: str, fmt: str | None) -> str:
     return f"read_csv({lit}, header=true)"
 
 
-def load_checkins(path: str | Path, *, user_column: str = "user",
+def load_checkins(path: Any, *, user_column: str = "user",
                   category_column: str = "category", categories: Sequence[str] | None = None,
                   fmt: str | None = None) -> UserHistograms:
     """Count check-ins per (user, category) with DuckDB.
 
     Parameters
     ----------
-    path : str or Path
+    path : str, Path, pandas.DataFrame or pyarrow.Table
         CSV (header required), TSV, Parquet or JSON file with one check-in per
-        row; other columns (e.g. a time) are ignored.
+        row, or the same rows already in memory (a DataFrame or an Arrow table,
+        read by DuckDB in place); other columns (e.g. a time) are ignored.
     user_column, category_column : str
         Column names.
     categories : sequence of str, optional
@@ -95,15 +97,36 @@ def load_checkins(path: str | Path, *, user_column: str = "user",
     >>> uh = load_checkins(p)
     >>> uh.users.tolist(), uh.categories, uh.dense(0).tolist()
     (['u1', 'u2'], ['Bar', 'Park'], [2, 0])
+    >>> import pandas as pd
+    >>> load_checkins(pd.DataFrame({"user": ["u1", "u1", "u2"],
+    ...                             "category": ["Bar", "Bar", "Park"]})).dense(0).tolist()
+    [2, 0]
     """
     import duckdb
 
-    p = Path(path)
-    if not p.exists():
-        raise DataError("check-in file not found", path=str(p))
     con = duckdb.connect()
+    in_memory = type(path).__name__ in ("DataFrame", "Table") and hasattr(path, "columns")
+    if in_memory:
+        import pyarrow as pa
+
+        from ..io.write import to_arrow
+
+        table = to_arrow(path) if type(path).__name__ == "DataFrame" else path
+        if not isinstance(table, pa.Table):
+            con.close()
+            raise ParameterError(f"check-ins must be a file, a pandas DataFrame or a pyarrow "
+                                 f"Table, got {type(path).__name__}")
+        con.register("veil_checkins", table)
+        p = Path("<DataFrame>" if type(path).__name__ == "DataFrame" else "<Arrow table>")
+        src = sql.ident("veil_checkins")
+    else:
+        p = Path(path)
+        if not p.exists():
+            con.close()
+            raise DataError("check-in file not found", path=str(p))
+        src = _reader(str(p), fmt)
     try:
-        rel = con.sql(f"SELECT * FROM {_reader(str(p), fmt)}")
+        rel = con.sql(f"SELECT * FROM {src}")
         cols = rel.columns
     except duckdb.Error as exc:
         raise DataError(f"cannot read check-ins: {str(exc).splitlines()[0]}", path=str(p)) from None
@@ -116,13 +139,13 @@ def load_checkins(path: str | Path, *, user_column: str = "user",
             raise DataError(f"no {opt} {col!r}; columns are {cols}{extra}", path=str(p))
     u, c = (sql.ident(x) for x in (user_column, category_column))
     nulls = con.sql(f"SELECT count(*) FILTER (WHERE {u} IS NULL), count(*) FILTER (WHERE {c} IS "
-                    f"NULL OR trim(CAST({c} AS VARCHAR)) = '') FROM {_reader(str(p), fmt)}"
+                    f"NULL OR trim(CAST({c} AS VARCHAR)) = '') FROM {src}"
                     ).fetchall()[0]
     if nulls[0] or nulls[1]:
         col = user_column if nulls[0] else category_column
         raise DataError(f"{max(nulls)} rows have an empty {col!r}", path=str(p), column=col)
     rows = con.sql(f"SELECT CAST({u} AS VARCHAR) AS u, CAST({c} AS VARCHAR) AS c, count(*) AS n "
-                   f"FROM {_reader(str(p), fmt)} GROUP BY 1, 2 ORDER BY 1, 2").fetchnumpy()
+                   f"FROM {src} GROUP BY 1, 2 ORDER BY 1, 2").fetchnumpy()
     con.close()
     users_col = np.asarray(rows["u"], dtype=object)
     cats_col = np.asarray(rows["c"], dtype=object)
@@ -140,7 +163,7 @@ def load_checkins(path: str | Path, *, user_column: str = "user",
     users, starts = np.unique(users_col.astype(str), return_index=True)
     offsets = np.append(starts, users_col.size).astype(np.int64)
     return UserHistograms(users=users, categories=domain, offsets=offsets, cat=cat, count=counts,
-                          source=str(p))
+                          source=None if in_memory else str(p))
 
 
 def align_target(target_labels: Sequence[str], target_values: Sequence[float],
@@ -206,7 +229,7 @@ def sanitize_one(counts: np.ndarray, *, problem: str, sensitive: np.ndarray | No
 
 
 @dataclass
-class BatchResult:
+class BatchResult(TabularMixin):
     """The published table and the custodian's private per-user report, as column dicts.
 
     ``table`` (publishable): columns ``user, category, sanitized`` with one row
@@ -222,6 +245,12 @@ class BatchResult:
     summary: dict[str, np.ndarray]
     runtime_s: float = 0.0
     notes: list[str] = field(default_factory=list)
+
+    def to_arrow(self):
+        """The publishable ``table`` (never the private ``summary``) as a pyarrow Table."""
+        from ..io.write import to_arrow
+
+        return to_arrow(self.table)
 
     def status_counts(self) -> dict[str, int]:
         vals, cnt = np.unique(self.summary["status"], return_counts=True)

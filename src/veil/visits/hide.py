@@ -215,7 +215,9 @@ def hide(histogram: Any, *, sensitive: Any, distance: str = "js", r: int | None 
 
     Parameters
     ----------
-    histogram : array-like of int
+    histogram : array-like of int, pandas Series or dict
+        (A Series index or dict keys name the bins, as ``labels`` would; see
+        :mod:`veil.labelled`.)
         The user's visit counts ``H`` (non-negative integers).
     sensitive : indices, boolean mask, or bin names (with ``labels``)
         The sensitive locations.
@@ -264,6 +266,9 @@ def hide(histogram: Any, *, sensitive: Any, distance: str = "js", r: int | None 
     ([6, 4, 0, 0], 10)
     """
     t0 = time.perf_counter()
+    from ..labelled import labelled_values
+
+    histogram, labels = labelled_values(histogram, labels, name="histogram")
     h = check_counts(histogram, "histogram")
     n = h.size
     if labels is not None:

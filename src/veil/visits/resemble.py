@@ -409,6 +409,24 @@ def _solve(problem: str, histogram, target, *, quality_bound, privacy_threshold,
            quality_distance, privacy_distance, method, size, forbid_unvisited, labels,
            max_labels, time_limit, restrict, rule, pruning="full") -> VisitResult:
     t0 = time.perf_counter()
+    from ..labelled import is_series, labelled_values
+
+    from collections.abc import Mapping
+
+    def named(x):
+        return isinstance(x, Mapping) or (is_series(x) and not (
+            type(x.index).__name__ == "RangeIndex" and x.index.start == 0))
+
+    if labels is None and named(histogram) and named(target):
+        # both name their bins: the domain is the histogram's bins, then the target's others
+        hk = [str(k) for k in (histogram.index if is_series(histogram) else histogram)]
+        tk = [str(k) for k in (target.index if is_series(target) else target)]
+        labels = hk + [k for k in tk if k not in set(hk)]
+    elif labels is None and named(target):
+        raise ParameterError("the target names its bins but the histogram does not: give "
+                             "labels= (the histogram's bin names) or a labelled histogram")
+    histogram, labels = labelled_values(histogram, labels, name="histogram")
+    target, _ = labelled_values(target, labels, name="target")
     h = check_counts(histogram, "histogram")
     N = int(h.sum())
     if N == 0:
@@ -554,11 +572,14 @@ def _solve(problem: str, histogram, target, *, quality_bound, privacy_threshold,
 _DOC_PARAMS = """
     Parameters
     ----------
-    histogram : array-like of int
+    histogram : array-like of int, pandas Series or dict
+        The user's visit counts (a Series index or dict keys name the bins; see
+        :mod:`veil.labelled`).
         The user's visit counts ``H``.
-    target : array-like of float
+    target : array-like of float, pandas Series or dict
         The target ``H''`` on the same bins: a histogram or a distribution
-        (non-integer values allowed); it is normalized.
+        (non-integer values allowed); it is normalized. A labelled target is aligned by
+        name (bins it does not mention count as 0).
     quality_bound : float
         ``eps``: the largest acceptable ``d_q(H, H')`` (>= 0).
     privacy_threshold : float, optional

@@ -10,8 +10,11 @@ import numpy as np
 __all__ = ["VisitResult"]
 
 
+from ..release import TabularMixin
+
+
 @dataclass(frozen=True)
-class VisitResult:
+class VisitResult(TabularMixin):
     """A sanitized visit histogram and what a user needs to judge it.
 
     These mechanisms are deterministic optimisations, not differential privacy:
@@ -84,6 +87,27 @@ class VisitResult:
         if self.labels is None:
             return {"histogram": [int(v) for v in self.histogram]}
         return {"histogram": {lab: int(c) for lab, c in zip(self.labels, self.histogram)}}
+
+    def to_arrow(self):
+        """What may be published (:meth:`published`) as a table: one row per bin of the domain.
+
+        Columns ``category`` (the labels; ``bin`` numbers without labels) and ``visits``.
+
+        Examples
+        --------
+        >>> from veil.visits import hide
+        >>> hide({"a": 5, "b": 3, "c": 0, "d": 2}, sensitive=["d"]).to_pandas()
+          category  visits
+        0        a       6
+        1        b       4
+        2        c       0
+        3        d       0
+        """
+        import pyarrow as pa
+
+        key = ("category", list(self.labels)) if self.labels is not None else \
+            ("bin", np.arange(self.histogram.size, dtype=np.int64))
+        return pa.table({key[0]: key[1], "visits": np.asarray(self.histogram, dtype=np.int64)})
 
     def to_dict(self) -> dict[str, Any]:
         """The custodian's PRIVATE report (original counts, K, losses): never publish it.

@@ -24,7 +24,7 @@ import numpy as np
 from ...budget import PureDP
 from ...errors import DataError, ParameterError
 from ...random import make_rng
-from ...release import Release
+from ...release import Release, TabularMixin
 from ...validation import check_choice, check_delta, check_epsilon, check_finite_array
 from .hmm import delta_location_set, grid_surrogates, posterior_update
 from .knorm import MECHANISMS, pure_epsilon
@@ -66,8 +66,7 @@ def trajectory_budget_bound(grid, *, epsilon: float, n_steps: int, mechanism: st
 
 
 @dataclass
-
-class TrajectoryRelease:
+class TrajectoryRelease(TabularMixin):
     """Everything one run of the release loop produced.
 
     Attributes
@@ -109,6 +108,14 @@ class TrajectoryRelease:
         warnings.warn("TrajectoryRelease.released_lonlat is deprecated: veil uses (lat, lon) "
                       "everywhere; use released_latlon", DeprecationWarning, stacklevel=2)
         return self.released_latlon[:, ::-1]
+
+    def to_arrow(self):
+        """What is published: one row per timestamp, ``step, lat, lon`` (released points)."""
+        import pyarrow as pa
+
+        ll = np.asarray(self.released_latlon, dtype=np.float64)
+        return pa.table({"step": np.arange(len(ll), dtype=np.int64), "lat": ll[:, 0],
+                         "lon": ll[:, 1]})
 
     @property
     def drift_ratio(self) -> float:
@@ -327,7 +334,7 @@ def release_trajectory(cells: Any, *, model: MarkovModel, epsilon: float, delta:
                f"(delta={delta}); total {eps * t_len} over {t_len} steps by composition",
                "released points are noisy cell centres (the true location is discretised "
                "to the public grid first); float64 sampler"),
-        protects="user")  # the whole trajectory, at T x epsilon
+        protects="user", columns=("lat", "lon"))  # the whole trajectory, at T x epsilon
     return TrajectoryRelease(released_m=z, released_latlon=latlon, true_cells=c.astype(np.int64),
                              released_cells=used, drift=drift, set_sizes=sizes,
                              hull_areas_m2=areas, noise_scales_m=scales,
