@@ -102,7 +102,12 @@ def _connect():
     import duckdb
 
     con = duckdb.connect()
-    con.execute("SET enable_progress_bar = false")
+    try:
+        con.execute("SET enable_progress_bar = false")
+    except duckdb.Error:
+        # inside Jupyter without ipywidgets DuckDB refuses to change the setting (and shows
+        # no bar anyway): every reader must still work in a notebook (docs/tutorials)
+        pass
     con.execute("SET preserve_insertion_order = true")
     # DuckDB 2.0's type_pushdown turns TRY_CAST(varchar_col AS BIGINT) over read_csv into a
     # typed CSV read that raises on a bad value instead of yielding NULL; keep TRY_CAST exact.
