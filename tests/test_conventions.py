@@ -183,7 +183,15 @@ def _results():
     }
 
 
-@pytest.mark.parametrize("name", sorted(_results()))
+RESULT_TYPES = ("histogram Release", "map Release", "map Release with its grid", "points Release",
+                "TrajectoryRelease", "trajectory Release", "VisitResult", "Anonymization")
+
+
+def test_the_result_list_is_complete():
+    assert sorted(_results()) == sorted(RESULT_TYPES)
+
+
+@pytest.mark.parametrize("name", RESULT_TYPES)
 def test_every_result_converts_to_arrow_and_pandas(name):
     res, columns, rows = _results()[name]
     t = res.to_arrow()
