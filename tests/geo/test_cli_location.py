@@ -89,15 +89,15 @@ def test_noise_command(tmp_path, capsys):
     res = json.loads(capsys.readouterr().out)
     assert res["is_planar_laplace"] and abs(res["expected_loss"] - 60000) < 20
     out = tmp_path / "n.json"
-    assert run(["location", "noise", "--privacy", "D-eps", "--D", "100", "--epsilon", "1",
+    assert run(["location", "noise", "--privacy", "D-eps", "--radius", "100", "--epsilon", "1",
                 "--loss", "threshold:150", "-o", str(out)]) == 0
     assert abs(json.loads(out.read_text())["core"] - 50) < 1
 
 
 @pytest.mark.parametrize("args", [
     ["--privacy", "D-eps", "--epsilon", "1"],                 # D missing
-    ["--privacy", "D-eps", "--D", "0", "--epsilon", "1"],      # D <= 0
-    ["--privacy", "D-eps", "--D", "-3", "--epsilon", "1"],
+    ["--privacy", "D-eps", "--radius", "0", "--epsilon", "1"],      # D <= 0
+    ["--privacy", "D-eps", "--radius", "-3", "--epsilon", "1"],
     ["--privacy", "geo", "--epsilon", "0"],
     ["--privacy", "geo", "--epsilon", "0.01", "--loss", "cubic"],
     ["--privacy", "nope", "--epsilon", "0.01"],

@@ -130,7 +130,7 @@ def test_bench_command_is_registered(capsys):
     except SystemExit as exc:
         assert exc.code in (0, None)
     out = capsys.readouterr().out
-    for flag in ("--accuracy", "--quick", "--speed", "--hdmm", "--fit-auto", "--trials", "--n"):
+    for flag in ("--accuracy", "--quick", "--speed", "--hdmm", "--fit-auto", "--trials", "--n-bins"):
         assert flag in out
 
 

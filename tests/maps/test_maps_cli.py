@@ -49,7 +49,7 @@ def points(tmp_path):
 
 
 def _publish(d, src, out, method="privtree", extra=()):
-    return run(["map", "publish", str(d / src), "--user", "user", "--max-points", "10",
+    return run(["map", "publish", str(d / src), "--user-column", "user", "--max-points", "10",
                 "--bbox", BOX, "--grid", "8x16", "--epsilon", "1", "--method", method,
                 "--seed", "7", "-o", str(d / out), *extra])
 
@@ -158,7 +158,7 @@ def test_query_boxes_against_brute_force():
     (["--region", "atlantis", "--grid", "8x16"], "unknown region"),
 ])
 def test_bad_grid_options(points, capsys, args, message):
-    code = run(["map", "publish", str(points / "pts.csv"), "--user", "user", "--max-points",
+    code = run(["map", "publish", str(points / "pts.csv"), "--user-column", "user", "--max-points",
                 "5", "--epsilon", "1", "-o", str(points / "x.parquet"), *args])
     err = capsys.readouterr().err.strip()
     assert code == 2 and message in err and len(err.splitlines()) == 1
@@ -169,7 +169,7 @@ def test_protected_unit_must_be_stated(points, capsys):
     code = run(["map", "publish", str(points / "pts.csv"), "--bbox", BOX, "--grid", "4x4",
                 "--epsilon", "1", "-o", str(points / "x.parquet")])
     assert code == 2 and "say what the map protects" in capsys.readouterr().err
-    code = run(["map", "publish", str(points / "pts.csv"), "--user", "user", "--bbox", BOX,
+    code = run(["map", "publish", str(points / "pts.csv"), "--user-column", "user", "--bbox", BOX,
                 "--grid", "4x4", "--epsilon", "1", "-o", str(points / "x.parquet")])
     assert code == 2 and "--max-points" in capsys.readouterr().err
     assert run(["map", "publish", str(points / "pts.csv"), "--protects", "record", "--bbox",
@@ -181,7 +181,7 @@ def test_bbox_from_data_warns_and_says_so(points):
     from veil.errors import PrivacyWarning
 
     with pytest.warns(PrivacyWarning):
-        assert run(["map", "publish", str(points / "pts.csv"), "--user", "user",
+        assert run(["map", "publish", str(points / "pts.csv"), "--user-column", "user",
                     "--max-points", "5", "--bbox-from-data", "--grid", "4x4", "--epsilon",
                     "1", "-o", str(points / "d.parquet")]) == 0
     meta = read_map(points / "d.parquet").meta
@@ -190,13 +190,13 @@ def test_bbox_from_data_warns_and_says_so(points):
 
 
 def test_no_write_over_the_input_or_through_a_symlink(points, capsys):
-    code = run(["map", "publish", str(points / "pts.csv"), "--user", "user", "--max-points",
+    code = run(["map", "publish", str(points / "pts.csv"), "--user-column", "user", "--max-points",
                 "5", "--bbox", BOX, "--grid", "4x4", "--epsilon", "1", "-o",
                 str(points / "m.csv"), "--png", str(points / "pts.csv")])
     assert code == 2
     (points / "target.parquet").write_text("keep")
     os.symlink(points / "target.parquet", points / "link.parquet")
-    code = run(["map", "publish", str(points / "pts.csv"), "--user", "user", "--max-points",
+    code = run(["map", "publish", str(points / "pts.csv"), "--user-column", "user", "--max-points",
                 "5", "--bbox", BOX, "--grid", "4x4", "--epsilon", "1", "-o",
                 str(points / "link.parquet")])
     assert code == 2 and "symbolic link" in capsys.readouterr().err
@@ -210,7 +210,7 @@ def test_failure_leaves_nothing_behind(points, monkeypatch):
         raise OSError("disk full (simulated)")
 
     monkeypatch.setattr(output, "png_bytes", boom)
-    code = run(["map", "publish", str(points / "pts.csv"), "--user", "user", "--max-points",
+    code = run(["map", "publish", str(points / "pts.csv"), "--user-column", "user", "--max-points",
                 "5", "--bbox", BOX, "--grid", "4x4", "--epsilon", "1", "-o",
                 str(points / "m.parquet"), "--png", str(points / "m.png")])
     assert code == 2
@@ -257,7 +257,7 @@ def test_bad_input_files_exit_2_with_one_line_and_no_output(tmp_path, capsys, na
         f.write_bytes(content if isinstance(content, bytes) else content.encode())
     out = tmp_path / "out"
     out.mkdir()
-    code = run(["map", "publish", str(f), "--user", "user", "--max-points", "5", "--bbox", BOX,
+    code = run(["map", "publish", str(f), "--user-column", "user", "--max-points", "5", "--bbox", BOX,
                 "--grid", "4x4", "--epsilon", "1", "-o", str(out / "m.parquet"), "--png",
                 str(out / "m.png")])
     err = capsys.readouterr().err.strip()

@@ -313,7 +313,7 @@ def test_cli_dask_engine_equals_local(tmp_path):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                main(["map", "publish", str(tmp_path / "b.parquet"), "--user", "user",
+                main(["map", "publish", str(tmp_path / "b.parquet"), "--user-column", "user",
                       "--max-points", "4", "--bbox", "0,0,1,2", "--grid", "4x8", "--epsilon",
                       "1", "--method", "identity", "--seed", "3", "-o",
                       str(tmp_path / f"{engine}.parquet"), *extra])

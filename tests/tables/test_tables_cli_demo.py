@@ -47,7 +47,7 @@ def test_anonymize_writes_table_and_report(files, capsys):
     assert run(["table", "constraints", "check", str(c), "--table", str(out)]) == 0
     # baseline ignores constraints: the check fails with exit 1
     out2 = tmp / "base.parquet"
-    assert run(["table", "anonymize", str(p), "--k", "5", "--qi", "age,sex,race", "-c", str(c),
+    assert run(["table", "anonymize", str(p), "--k", "5", "--qi", "age,sex,race", "--constraints", str(c),
                 "--method", "baseline", "-o", str(out2)]) == 0
     assert run(["table", "constraints", "check", str(c), "--table", str(out2)]) == 1
 
@@ -71,7 +71,7 @@ def test_anonymize_bad_input_exit_2_no_output(files, capsys, extra, text, msg):
         args = args[:3] + ["-o", str(out)]
     if text is not None:
         c.write_text(text)
-        args += ["-c", str(c)]
+        args += ["--constraints", str(c)]
     assert run(args + extra) == 2
     import re
 

@@ -232,7 +232,7 @@ def test_no_output_over_an_input(tmp_path, capsys):
     assert "is the input table" in capsys.readouterr().err and src.read_bytes() == before
     c = tmp_path / "c.txt"
     c.write_text("a=x: 0..9\n")
-    assert run(["table", "anonymize", str(src), "--k", "2", "--qi", "a", "-c", str(c),
+    assert run(["table", "anonymize", str(src), "--k", "2", "--qi", "a", "--constraints", str(c),
                 "-o", str(tmp_path / "o.csv"), "--report", str(c)]) == 2
     assert c.read_text() == "a=x: 0..9\n" and not (tmp_path / "o.csv").exists()
 

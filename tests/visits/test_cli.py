@@ -109,7 +109,7 @@ def test_bad_input_exit_2_no_output(files, capsys, args, match):
 def test_single_csv_histogram_and_indices(files, capsys):
     (files / "h.csv").write_text("category,count\nBar,5\nChurch,2\nPark,3\n")
     out = files / "o.json"
-    code, _, err = run(["visits", "hide", str(files / "h.csv"), "-s", "Church", "--r", "4",
+    code, _, err = run(["visits", "hide", str(files / "h.csv"), "-s", "Church", "--redistribute", "4",
                         "--categories", "Bar,Church,Park", "-o", str(out)], capsys)
     assert code == 0, err
     res = json.loads(out.read_text())
@@ -122,6 +122,6 @@ def test_single_csv_histogram_and_indices(files, capsys):
 
 def test_checkin_only_options_rejected(files, capsys):
     out = files / "u.csv"
-    code, _, err = run(["visits", "hide", str(files / "c.csv"), "-s", "Church", "--r", "2",
+    code, _, err = run(["visits", "hide", str(files / "c.csv"), "-s", "Church", "--redistribute", "2",
                         "--categories", "Bar,Church,Park,Hospital,Office", "-o", str(out)], capsys)
-    assert code == 2 and "--r" in err and not out.exists()
+    assert code == 2 and "--redistribute" in err and not out.exists()

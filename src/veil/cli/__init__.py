@@ -33,7 +33,11 @@ CAPABILITIES: list[tuple[str, str, str]] = [
     ("budget", "veil.cli.budget", "The privacy ledger: declared totals and what was spent."),
 ]
 
+#: ``-h`` and ``--help`` on every command (sub-contexts inherit the names); see docs/cli.md.
+HELP_OPTIONS = ["-h", "--help"]
+
 app = typer.Typer(name="veil", no_args_is_help=True, add_completion=False,
+                  context_settings={"help_option_names": HELP_OPTIONS},
                   help="veil: privacy-preserving publishing of location data, histograms and tables.")
 bench_app = typer.Typer(no_args_is_help=True,
                         help="Run a capability's experiment on real data against its baselines.")
@@ -84,7 +88,7 @@ def _command():
     which costs about 0.1 s: in-process callers such as the tests and the file-level audits
     run thousands of commands)."""
     if not _COMMAND:
-        _COMMAND.append(typer.main.get_command(app))
+        _COMMAND.append(command())   # with the conventions of docs/cli.md applied
     return _COMMAND[0]
 
 
@@ -95,6 +99,85 @@ def _click_exceptions():
     except ImportError:  # pragma: no cover - older typer with click installed
         import click.exceptions as ex
     return ex
+
+
+#: Old spellings kept as hidden, deprecated aliases (docs/cli.md): command -> {old: new}.
+#: Each alias parses into the same parameter as the new name; using it prints a warning.
+DEPRECATED_OPTIONS: dict[tuple[str, ...], dict[str, str]] = {
+    ("map", "publish"): {"--lat": "--lat-column", "--lon": "--lon-column",
+                         "--user": "--user-column", "--time": "--time-column"},
+    ("location", "obfuscate"): {"--lat": "--lat-column", "--lon": "--lon-column"},
+    ("location", "noise"): {"--D": "--radius"},
+    ("visits", "hide"): {"--r": "--redistribute"},
+    ("bench", "histograms"): {"--n": "--n-bins"},
+}
+
+
+def _add_alias(leaf, old: str, new: str) -> None:
+    import copy
+
+    main_opt = next(p for p in leaf.params if new in getattr(p, "opts", ()))
+    alias = copy.copy(main_opt)
+    alias.opts, alias.secondary_opts = [old], []
+    alias.hidden = True
+    alias.required = False
+    leaf.params.append(alias)   # same name (dest): parses into the same parameter
+
+
+def _warn_deprecated(args: list[str]) -> None:
+    """One stderr line per deprecated option spelling used on the command line."""
+    words = [a for a in args if not a.startswith("-")]
+    for path, names in DEPRECATED_OPTIONS.items():
+        if list(path) == words[:len(path)]:
+            for a in args:
+                old = a.split("=", 1)[0]
+                if old in names:
+                    typer.echo(f"veil: warning: {old} is deprecated, use {names[old]}", err=True)
+
+
+def walk_commands(cmd=None, path: tuple[str, ...] = ()):
+    """Every leaf command of the CLI as ``(path, command)`` (Click/Typer introspection)."""
+    if cmd is None:
+        cmd = command()
+    subs = getattr(cmd, "commands", None)
+    if subs:
+        for name in sorted(subs):
+            yield from walk_commands(subs[name], (*path, name))
+    else:
+        yield path, cmd
+
+
+def command():
+    """The Click command of the whole CLI, with the conventions of docs/cli.md applied.
+
+    Typer shows a ``<bool>`` type for on/off flags; a flag takes no value, so it gets no
+    metavar in the help.
+    """
+    cmd = typer.main.get_command(app)
+
+    def fix(c) -> None:
+        for p in c.params:
+            if getattr(p, "is_flag", False) and getattr(p, "metavar", None) is None:
+                p.metavar = ""
+        if getattr(c, "add_help_option", False) and getattr(c, "_help_option", "x") is None:
+            try:
+                from typer._click.decorators import help_option
+            except ImportError:  # pragma: no cover - a typer that uses click itself
+                from click.decorators import help_option
+
+            help_option(HELP_OPTIONS)(c)       # the help flag, made now to drop its metavar
+            c._help_option = c.params.pop()
+            c._help_option.metavar = ""
+        for sub in (getattr(c, "commands", None) or {}).values():
+            fix(sub)
+
+    fix(cmd)
+    leaves = dict(walk_commands(cmd))
+    for path, names in DEPRECATED_OPTIONS.items():
+        if path in leaves:
+            for old, new in names.items():
+                _add_alias(leaves[path], old, new)
+    return cmd
 
 
 def _one_line(text: str) -> str:
@@ -114,6 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in args
     cx = _click_exceptions()
     try:
+        _warn_deprecated(args)
         rv = _command().main(args=args, prog_name="veil", standalone_mode=False)
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None

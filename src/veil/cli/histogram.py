@@ -252,7 +252,7 @@ def evaluate_cmd(
                               ".json or .npy) in the same bin order."),
     column: str = typer.Option("count", "--column", help="Count column of the published file."),
     true_column: str = typer.Option("count", "--true-column", help="Count column of --true."),
-    workload: str = typer.Option("prefix", "--workload", "-w", help="prefix, random or point."),
+    workload: str = typer.Option("prefix", "--workload", help="prefix, random or point."),
     queries: int = typer.Option(2000, "--queries", help="Random ranges (workload=random)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed for the random workload."),
 ) -> None:
@@ -299,7 +299,7 @@ def bench(
     fit_auto: Optional[Path] = typer.Option(None, "--fit-auto", help="Fit the auto rule on the "
                                             "JSON of an accuracy run; print held-out ratios."),
     trials: int = typer.Option(10, "--trials", help="Trials per accuracy setting."),
-    n: Optional[int] = typer.Option(None, "--n", help="Coarsen the 4096-bin datasets to n bins."),
+    n: Optional[int] = typer.Option(None, "--n-bins", help="Coarsen the 4096-bin datasets to n bins."),
     datasets: Optional[str] = typer.Option(None, "--datasets", help="Comma-separated DPBench "
                                            "names, or 'classic' (the seven classic ones)."),
     quick: bool = typer.Option(False, "--quick", help="3 datasets at n = 256, 1 trial, "

@@ -91,8 +91,8 @@ def obfuscate(
                                   help="Privacy per METRE (> 0): two points d metres apart are "
                                        "(epsilon*d)-indistinguishable, e.g. 0.0069 = ln(4)/200."),
     output: Path = OUTPUT,
-    lat: str = typer.Option("lat", "--lat", help="Latitude column (degrees)."),
-    lon: str = typer.Option("lon", "--lon", help="Longitude column (degrees)."),
+    lat: str = typer.Option("lat", "--lat-column", help="Latitude column (degrees)."),
+    lon: str = typer.Option("lon", "--lon-column", help="Longitude column (degrees)."),
     grid_step: Optional[float] = typer.Option(
         None, "--grid-step", help="Snap outputs to a grid of this step (metres) over --region "
                                   "and truncate to it; the Release records the adjusted eps'."),
@@ -161,7 +161,7 @@ def obfuscate(
     check_column_option(lat, "--lat")
     check_column_option(lon, "--lon")
     if lat == lon:
-        raise ParameterError(f"--lat and --lon must be different columns, both are {lat!r}")
+        raise ParameterError(f"--lat-column and --lon-column must be different columns, both are {lat!r}")
     reg = proj = None
     if region is not None:
         reg, proj = parse_region(region)
@@ -304,7 +304,7 @@ def noise(
     privacy: str = typer.Option("geo", "--privacy",
                                 help="geo (eps per metre) or D-eps ((D, eps)-location privacy)."),
     epsilon: float = EPSILON,
-    D: Optional[float] = typer.Option(None, "--D", help="Radius D in metres for --privacy D-eps."),
+    D: Optional[float] = typer.Option(None, "--radius", help="Radius D in metres for --privacy D-eps."),
     loss: str = typer.Option("distance", "--loss",
                              help="distance, squared, power:P or threshold:DELTA (metres)."),
     region_diameter: Optional[float] = typer.Option(
@@ -320,7 +320,7 @@ def noise(
     geo-indistinguishability the optimum is planar Laplace. Prints JSON with the
     optimal parameters, its expected loss and the integration error bound.
 
-    Example: veil location noise --privacy D-eps --D 200 --epsilon 1 --loss distance
+    Example: veil location noise --privacy D-eps --radius 200 --epsilon 1 --loss distance
     """
     from ..errors import ParameterError
     from ..geo.lprivacy import (PlanarLaplace, d_epsilon_privacy, expected_loss,
@@ -331,12 +331,12 @@ def noise(
     eps = check_epsilon_option(epsilon)
     if kind == "geo":
         if D is not None:
-            raise ParameterError("--D only applies to --privacy D-eps")
+            raise ParameterError("--radius only applies to --privacy D-eps")
         l = geo_indistinguishability(eps)
     else:
         if D is None:
-            raise ParameterError("--privacy D-eps needs --D (metres, > 0)")
-        l = d_epsilon_privacy(check_positive(D, "--D"), eps)
+            raise ParameterError("--privacy D-eps needs --radius (metres, > 0)")
+        l = d_epsilon_privacy(check_positive(D, "--radius"), eps)
     L = make_loss(loss)
     max_step = math.inf if region_diameter is None else check_positive(region_diameter,
                                                                         "--region-diameter")

@@ -96,15 +96,15 @@ def publish_cmd(
     grid: Optional[str] = typer.Option(None, "--grid", help="Cells ROWSxCOLS, e.g. 256x256."),
     cell_size: Optional[float] = typer.Option(None, "--cell-size", help="About square cells "
                                               "of this many metres (instead of --grid)."),
-    lat: str = typer.Option("lat", "--lat", help="Latitude column (degrees)."),
-    lon: str = typer.Option("lon", "--lon", help="Longitude column (degrees)."),
-    user: Optional[str] = typer.Option(None, "--user", help="Column identifying the person "
+    lat: str = typer.Option("lat", "--lat-column", help="Latitude column (degrees)."),
+    lon: str = typer.Option("lon", "--lon-column", help="Longitude column (degrees)."),
+    user: Optional[str] = typer.Option(None, "--user-column", help="Column identifying the person "
                                        "(protects one person; needs --max-points)."),
     max_points: Optional[int] = typer.Option(None, "--max-points", help="Public bound on the "
                                              "points kept per person (sampled uniformly)."),
     protects: Optional[str] = typer.Option(None, "--protects", help="user (default with "
-                                           "--user) or record (one point)."),
-    time: Optional[str] = typer.Option(None, "--time", help="Time column (for --start/--end)."),
+                                           "--user-column) or record (one point)."),
+    time: Optional[str] = typer.Option(None, "--time-column", help="Time column (for --start/--end)."),
     start: Optional[str] = typer.Option(None, "--start", help="Public time window start "
                                         "(number or ISO date/time, inclusive)."),
     end: Optional[str] = typer.Option(None, "--end", help="Public time window end (exclusive)."),
@@ -137,7 +137,7 @@ def publish_cmd(
 ) -> None:
     """Publish an epsilon-DP map of points: per-person bounding, grid counts in DuckDB, noise.
 
-    Example: veil map publish pings.csv --user user --max-points 20 --region port-veil
+    Example: veil map publish pings.csv --user-column user --max-points 20 --region port-veil
     --grid 64x64 --epsilon 1 -o map.parquet --png map.png
     """
     from ..errors import ParameterError
@@ -149,7 +149,7 @@ def publish_cmd(
     check_choice(method, "--method", METHODS)
     if protects is None:
         if user is None:
-            raise ParameterError("say what the map protects: --user COL --max-points M (one "
+            raise ParameterError("say what the map protects: --user-column COL --max-points M (one "
                                  "person, recommended) or --protects record (one point)")
         protects = "user"
     check_choice(protects, "--protects", ("user", "record"))

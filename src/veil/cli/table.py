@@ -174,7 +174,7 @@ def anonymize_cmd(
     k: int = typer.Option(..., "--k", "-k", help="Minimum class size on the QI tuple (>= 2)."),
     qi: str = typer.Option(..., "--qi", help="Quasi-identifier columns, comma-separated."),
     constraints: Optional[Path] = typer.Option(
-        None, "--constraints", "-c", help="Constraint file (one 'attr=value[, ...]: lo..hi' "
+        None, "--constraints", help="Constraint file (one 'attr=value[, ...]: lo..hi' "
                                           "per line)."),
     method: str = typer.Option(
         "diva", "--method", "-m",

@@ -484,7 +484,7 @@ def _run_checked(problem: str, input_path: Path, *, output, report, sensitive, c
         kind, tl, tv = _read_target(target, tax, rollup_depth, user_column, category_column)
     if checkin:
         if r is not None:
-            raise ParameterError("--r (SLH_r) applies to one histogram, not to a check-in file")
+            raise ParameterError("--redistribute (SLH_r) applies to one histogram, not to a check-in file")
         if target_size:
             raise ParameterError("--target-size applies to one histogram, not to a check-in "
                                  "file")
@@ -625,7 +625,7 @@ def hide_cmd(
     domain_from_data: bool = FROM_DATA,
     allow_unmatched: bool = UNMATCHED,
     distance: str = DISTANCE,
-    r: Optional[int] = typer.Option(None, "--r", help="SLH_r: redistribute r visits instead of "
+    r: Optional[int] = typer.Option(None, "--redistribute", help="SLH_r: redistribute r visits instead of "
                                                       "all sensitive ones."),
     method: str = typer.Option("auto", "--method", help="auto, lho (min-plus DP) or convex "
                                                         "(greedy fast path); both exact."),

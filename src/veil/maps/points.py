@@ -85,7 +85,7 @@ def _time_filter(tcol: str | None, start, end) -> tuple[str, str]:
     """(SQL expression of the parsed time, condition of the public window on ``__t``)."""
     if tcol is None:
         if start is not None or end is not None:
-            raise ParameterError("a time window (start/end) needs a time column (--time)")
+            raise ParameterError("a time window (start/end) needs a time column (--time-column)")
         return "CAST(NULL AS DOUBLE)", "TRUE"
     if start is None and end is None:
         return sql.ident(tcol), "TRUE"
@@ -329,7 +329,7 @@ def check_unit(protects: str, user: str | None, max_points) -> int | None:
     protects = check_choice(protects, "protects", PROTECTS)
     if protects == "user":
         if user is None:
-            raise ParameterError("protects='user' needs the user column (--user) to bound each "
+            raise ParameterError("protects='user' needs the user column (--user-column) to bound each "
                                  "person's points; or protect single points with "
                                  "protects='record' (--protects record)")
         if max_points is None:

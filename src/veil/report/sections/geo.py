@@ -97,7 +97,7 @@ veil location obfuscate points.csv --epsilon 0.0069 -o noisy.csv
 # snap to a public 50 m grid inside a public box; the sidecar records eps'
 veil location obfuscate points.csv --epsilon 0.0069 --grid-step 50 --region 39.8,116.2,40.0,116.5 -o noisy.parquet
 # the optimal noise for (D, eps)-location privacy and a loss
-veil location noise --privacy D-eps --D 200 --epsilon 1 --loss distance
+veil location noise --privacy D-eps --radius 200 --epsilon 1 --loss distance
 """
 
 

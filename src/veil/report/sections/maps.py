@@ -37,7 +37,7 @@ mechanisms below differ in how they share the noise across cells.
 
 HOW_TO = """\
 # a 64 x 64 map of GPS fixes, one person protected (at most 20 points each), epsilon 1
-veil map publish pings.parquet --user user --max-points 20 --region port-veil --grid 64x64 \\
+veil map publish pings.parquet --user-column user --max-points 20 --region port-veil --grid 64x64 \\
     --epsilon 1 -o map.parquet --png map.png --geojson map.geojson
 # rectangle queries answered from the published map (no privacy cost)
 veil map query map.parquet --bbox 43.99,-32.02,44.01,-31.98
