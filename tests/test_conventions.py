@@ -277,3 +277,13 @@ def test_batch_output_folder_reads_with_pandas(tmp_path):
     from veil.engine.job import read_manifest
 
     assert read_manifest(tmp_path / "out")["rows_out"] == len(df)
+
+
+@pytest.mark.parametrize("module", ["veil.labelled", "veil.release", "veil.visits.result",
+                                    "veil.visits.batch"])
+def test_doctests_of_the_conventions(module):
+    import doctest
+    import importlib
+
+    res = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert res.attempted > 0 and res.failed == 0

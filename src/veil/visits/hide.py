@@ -216,9 +216,8 @@ def hide(histogram: Any, *, sensitive: Any, distance: str = "js", r: int | None 
     Parameters
     ----------
     histogram : array-like of int, pandas Series or dict
-        (A Series index or dict keys name the bins, as ``labels`` would; see
-        :mod:`veil.labelled`.)
-        The user's visit counts ``H`` (non-negative integers).
+        The user's visit counts ``H`` (non-negative integers). A Series index or dict keys
+        name the bins, as ``labels`` would (see :mod:`veil.labelled`).
     sensitive : indices, boolean mask, or bin names (with ``labels``)
         The sensitive locations.
     distance : str
