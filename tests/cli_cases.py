@@ -111,7 +111,7 @@ def _hist_evaluate(d, col, stem):
 def _location(d, col, stem):
     f = write_csv(d / f"{stem}.csv", ["id", col, "lon"],
                   [["p1", 48.85, 2.35], ["p2", 40.71, -74.0], ["p3", -33.9, 151.2]])
-    return (["location", "obfuscate", f.name, "--lat", col, "--lon", "lon", "-e", "0.01",
+    return (["location", "obfuscate", f.name, "--lat-column", col, "--lon-column", "lon", "-e", "0.01",
              "--seed", "7", "-o", "out.csv"], ["out.csv", "out.csv.meta.json"])
 
 
@@ -183,14 +183,14 @@ _MAP = ["--bbox", "0,0,1,2", "--grid", "4x4", "-e", "1", "--method", "identity",
 
 def _map_publish(d, col, stem):
     f = write_csv(d / f"{stem}.csv", [col, "lat", "lon"], _PINGS)
-    return (["map", "publish", f.name, "--user", col, "--max-points", "2", *_MAP, "-o",
+    return (["map", "publish", f.name, "--user-column", col, "--max-points", "2", *_MAP, "-o",
              "out.csv"], ["out.csv", "out.csv.meta.json"])
 
 
 def _map_query(d, col, stem):
     """A published map (from plain points) with an extra column ``col``, queried."""
     write_csv(d / "pings.csv", ["user", "lat", "lon"], _PINGS)
-    res = run_veil(["map", "publish", "pings.csv", "--user", "user", "--max-points", "2", *_MAP,
+    res = run_veil(["map", "publish", "pings.csv", "--user-column", "user", "--max-points", "2", *_MAP,
                     "-o", "map.csv"], d)
     assert res.code == 0, res.err
     rows = read_rows(d / "map.csv")

@@ -231,7 +231,7 @@ def _cmd_hist_evaluate(f, pick):
 
 
 def _cmd_location(f, pick):
-    return (["location", "obfuscate", f, "--lat", pick("lat"), "--lon", pick("lon"), "-e",
+    return (["location", "obfuscate", f, "--lat-column", pick("lat"), "--lon-column", pick("lon"), "-e",
              "0.01", "-o", "out.csv"], ["out.csv", "out.csv.meta.json"])
 
 
@@ -273,9 +273,9 @@ def _cmd_check(f, pick):
 
 def _cmd_map_publish(f, pick):
     unit = pick("user-or-record")
-    who = (["--user", pick("user"), "--max-points", "3"] if unit == "user"
+    who = (["--user-column", pick("user"), "--max-points", "3"] if unit == "user"
            else ["--protects", "record"])
-    return (["map", "publish", f, "--lat", pick("lat"), "--lon", pick("lon"), *who, "--bbox",
+    return (["map", "publish", f, "--lat-column", pick("lat"), "--lon-column", pick("lon"), *who, "--bbox",
              "-90,-180,90,180", "--grid", "4x4", "-e", "1", "-o", "out.csv"],
             ["out.csv", "out.csv.meta.json"])
 
@@ -461,7 +461,7 @@ def _clean_error(res, *texts):
 @pytest.mark.parametrize("argv", [
     ["noise", "counts", "in.csv", "-c", "", "-e", "1", "-o", "o.csv"],
     ["histogram", "publish", "in.csv", "-c", "", "--counts", "-e", "1", "-o", "o.csv"],
-    ["location", "obfuscate", "in.csv", "--lat", "", "--lon", "count", "-e", "1", "-o", "o.csv"],
+    ["location", "obfuscate", "in.csv", "--lat-column", "", "--lon-column", "count", "-e", "1", "-o", "o.csv"],
 ])
 def test_found_empty_column_option_names_the_option(argv, tmp_path):
     _write(tmp_path, "in.csv", "bin,count\na,1\n")

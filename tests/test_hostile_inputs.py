@@ -400,9 +400,9 @@ def test_map_publish_refuses_duplicate_names(tmp_path, header, lat, expect):
     """DuckDB renames the second 'user' to 'user_1' and read the first one silently."""
     rows = [[0.1, 0.2] + ["u1"] * (len(header) - 2), [0.3, 0.4] + ["u2"] * (len(header) - 2)]
     write_csv(tmp_path / "p.csv", header, rows)
-    who = (["--user", "user", "--max-points", "2"] if "user" in header
+    who = (["--user-column", "user", "--max-points", "2"] if "user" in header
            else ["--protects", "record"])
-    res = run_veil(["map", "publish", "p.csv", "--lat", lat, *who, "--bbox", "0,0,1,1",
+    res = run_veil(["map", "publish", "p.csv", "--lat-column", lat, *who, "--bbox", "0,0,1,1",
                     "--grid", "2x2", "-e", "1", "-o", "m.csv"], tmp_path)
     assert_clean_error(res, "p.csv", expect)
     assert listing(tmp_path) == ["p.csv"]
@@ -419,12 +419,12 @@ def test_map_publish_reads_the_column_named(tmp_path, names):
     rows = [[decoy.get(n, 0.1) if n not in ("lat", "lon", "user") else
              {"lat": 0.1, "lon": 0.1, "user": "u1"}[n] for n in names]] * 3
     write_csv(tmp_path / "p.csv", names, rows)
-    args = ["--user", "user", "--max-points", "5", "--bbox", "0,0,1,1", "--grid", "2x2", "-e",
+    args = ["--user-column", "user", "--max-points", "5", "--bbox", "0,0,1,1", "--grid", "2x2", "-e",
             "50", "--method", "identity", "--seed", "1"]
     if " lat " in names:  # no column 'lat': refused with the exact names shown
         res = run_veil(["map", "publish", "p.csv", *args, "-o", "m.csv"], tmp_path)
         assert_clean_error(res, "p.csv", "'lat'")
-        res = run_veil(["map", "publish", "p.csv", "--lat", " lat ", *args, "-o", "m.csv"],
+        res = run_veil(["map", "publish", "p.csv", "--lat-column", " lat ", *args, "-o", "m.csv"],
                        tmp_path)
         assert res.code == 0, res.err
         want_row = 1  # the padded column holds 0.9: the upper row
