@@ -99,7 +99,7 @@ def test_d1_trajectory_batch_charges_T_times_epsilon(tmp_path, capsys):
     step = trajectory_budget_bound(grid, epsilon=1.0, n_steps=1)  # 1 + public float64 bound
     total = trajectory_budget_bound(grid, epsilon=1.0, n_steps=96)
     assert 1.0 < step < 1.0 + 1e-6 and total == pytest.approx(96 * step, rel=1e-12)
-    man = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    man = json.loads((tmp_path / "out" / "_manifest.json").read_text())
     assert man["epsilon_per_user"] == pytest.approx(total, rel=1e-12)
     assert man["epsilon_per_timestamp"] == step
     assert man["max_timestamps_per_user"] == 96 and man["protects"] == "user"
@@ -548,7 +548,7 @@ def test_batch_counts_max_records_bounds_every_user(tmp_path, capsys):
                           f"'{tmp_path}/exact/part-*.parquet', union_by_name = true) "
                           "GROUP BY user").fetchall())
     assert got["heavy"] == 3 and all(v == 2 for k, v in got.items() if k != "heavy")
-    man = json.loads((tmp_path / "exact" / "manifest.json").read_text())
+    man = json.loads((tmp_path / "exact" / "_manifest.json").read_text())
     assert man["protects"] == "user" and man["job"]["params"]["max_records"] == 3
     (ds,) = show(capsys)
     assert ds["entries"][0]["unit"] == "user"
@@ -563,7 +563,7 @@ def test_map_publish_is_charged_per_person_and_refused_on_a_copy(tmp_path, capsy
         f"u{u},{la:.5f},{lo:.5f}\n" for u, la, lo in zip(g.integers(0, 40, 400),
                                                         g.uniform(40.70, 40.80, 400),
                                                         g.uniform(-74.00, -73.90, 400))))
-    base = ["map", "publish", "--user", "user", "--max-points", "5", "--bbox",
+    base = ["map", "publish", "--user-column", "user", "--max-points", "5", "--bbox",
             "40.7,-74.0,40.8,-73.9", "--grid", "8x8", "-e", "0.5", "--method", "identity"]
     assert veil(capsys, "budget", "set", pts, "--total", "0.5")[0] == 0
     code, _, err = veil(capsys, *base[:2], pts, *base[2:], "-o", tmp_path / "m1.csv")

@@ -607,7 +607,7 @@ def batch_counts_spec(*, users: int = 5000, epsilon: float = 1.0, visits: int = 
                     raise DataError(f"{name}: sha256 does not match {part}")
                 marker["sha256"] = "<sha256 of the part, checked>"
                 art[name] = marker
-        man = _json(out.files["out/manifest.json"])
+        man = _json(out.files["out/_manifest.json"])
         for p, info in man.get("parts", {}).items():
             if info.get("sha256") != hashlib.sha256(out.files["out/" + p]).hexdigest():
                 raise DataError(f"manifest: sha256 of {p} does not match the part")
@@ -615,7 +615,7 @@ def batch_counts_spec(*, users: int = 5000, epsilon: float = 1.0, visits: int = 
         for k in ("started", "finished"):
             if k in man:
                 man[k] = _TIME
-        art["out/manifest.json"] = man
+        art["out/_manifest.json"] = man
         art.update(_console(out))
         art["files"] = sorted(out.files)
         return values, art
@@ -729,7 +729,7 @@ def broken_twin(spec: CommandSpec, kind: str, *, factor: float = 4.0
         nums = [float(t) for t in re.findall(r"-?\d+(?:\.\d+)?", text)]
         leak = {"input_rows": text.count("\n") - 1, "input_sum": math.fsum(nums)}
         for name in list(out.files):
-            if name.endswith((".meta.json", "manifest.json")):
+            if name.endswith((".meta.json", "_manifest.json")):
                 doc = _json(out.files[name])
                 doc["input_summary"] = leak
                 data = json.dumps(doc).encode()
