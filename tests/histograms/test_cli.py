@@ -193,3 +193,22 @@ def test_cli_release_equals_library_release(data, method):
     if method == "hdmm":
         assert meta["expected_error"]["rmse_per_query"] == pytest.approx(
             lib.expected_error["rmse_per_query"])
+
+
+def test_huge_bins_are_refused_with_the_output_size(data, capsys):
+    """Issue 17 (defect 6): `--bins 0:100:100000000` ran for minutes towards a gigabyte
+    output; a bin count above the limit is a one-line error naming the size, nothing written."""
+    from veil.cli.histogram import MAX_BINS, parse_bins
+
+    with pytest.raises(Exception, match="2,000,000 bins"):
+        parse_bins("0:100:2000000", values=None, from_data=False)
+    assert parse_bins(f"0:100:{MAX_BINS}", values=None, from_data=False).size == MAX_BINS + 1
+    out = data / "h.csv"
+    code = run(["histogram", "publish", str(data / "ages.csv"), "-c", "age", "--bins",
+                "0:100:100000000", "-e", "1", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "100,000,000 bins" in err and "MB" in err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+    code = run(["histogram", "publish", str(data / "ages.csv"), "-c", "age", "--bins",
+                "5000000", "--bins-from-data", "-e", "1", "-o", str(out)])
+    assert code == 2 and "5,000,000 bins" in capsys.readouterr().err and not out.exists()

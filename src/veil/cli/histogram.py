@@ -64,6 +64,19 @@ def read_values_users(path: Path, column: str, user: str) -> tuple[np.ndarray, n
     return np.asarray(cols[column], dtype=np.float64), cols[user]
 
 
+#: most bins one histogram may have: the output has one row per bin (a typo such as
+#: ``0:100:100000000`` would otherwise run for minutes and write gigabytes)
+MAX_BINS = 1_000_000
+
+
+def _check_bin_count(count: int, spec: str) -> None:
+    if count > MAX_BINS:
+        raise ParameterError(
+            f"--bins {spec!r} asks for {count:,} bins: the output would have {count:,} rows "
+            f"(about {count * 30 / 1e6:,.0f} MB as CSV); at most {MAX_BINS:,} bins per "
+            "histogram: use coarser bins")
+
+
 def parse_bins(spec: Optional[str], *, values: Optional[np.ndarray],
                from_data: bool) -> np.ndarray:
     """Bin edges from ``lo:hi:count``, an explicit ``e0,e1,...`` list, or (opt-in) the data."""
@@ -82,6 +95,7 @@ def parse_bins(spec: Optional[str], *, values: Optional[np.ndarray],
                                  f"got {spec!r}") from None
         if count < 1:
             raise ParameterError(f"--bins must be >= 1, got {count}")
+        _check_bin_count(count, spec)
         finite = values[np.isfinite(values)] if values is not None else np.array([])
         if finite.size == 0:
             raise DataError("no numeric values to derive bins from")
@@ -100,8 +114,11 @@ def parse_bins(spec: Optional[str], *, values: Optional[np.ndarray],
             lo, hi, count = float(parts[0]), float(parts[1]), int(parts[2])
             if not (np.isfinite(lo) and np.isfinite(hi)) or hi <= lo or count < 1:
                 raise ParameterError(f"--bins {spec!r}: need lo < hi and count >= 1")
+            _check_bin_count(count, spec)
             return np.linspace(lo, hi, count + 1)
         edges = np.array([float(t) for t in s.split(",")])
+    except ParameterError:  # a ValueError too: keep its own message
+        raise
     except ValueError:
         raise ParameterError(f"--bins {spec!r} is not 'lo:hi:count' or 'e0,e1,...'") from None
     if edges.size < 2 or not np.isfinite(edges).all() or (np.diff(edges) <= 0).any():
