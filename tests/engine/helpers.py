@@ -185,7 +185,10 @@ def markers_under(*folders) -> list[Path]:
     """Finished-bucket markers wherever the engine keeps them."""
     found = []
     for f in folders:
-        found += [p for p in Path(f).rglob("part-*.json") if p.is_file()]
+        try:
+            found += [p for p in Path(f).rglob("part-*.json") if p.is_file()]
+        except FileNotFoundError:  # the job renamed a folder (staging.tmp) during the walk:
+            pass                   # the caller polls again
     return found
 
 

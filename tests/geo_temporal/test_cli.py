@@ -284,3 +284,15 @@ def test_release_refuses_to_overwrite_its_input(tmp_path, model_path, capsys):
     assert _run(["trajectory", "release", src, "-e", 1, "-d", 0.05, "--model", model_path,
                  "-o", src]) == 2
     assert "overwrite" in capsys.readouterr().err and src.read_text() == before
+
+
+def test_model_of_a_header_only_file_names_the_file(tmp_path, capsys):
+    """Found by the CI fuzz run: a file without rows gave 'no transition inside the grid: 0 of
+    0 points ...' without naming the file."""
+    f = tmp_path / "empty.csv"
+    f.write_text("time,lat,lon\n")
+    capsys.readouterr()
+    assert _run(["trajectory", "model", f, "--grid", "beijing:5", "-o", tmp_path / "m.npz"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [f"veil: error: file {f}: no points to learn a model from"]
+    assert not (tmp_path / "m.npz").exists()

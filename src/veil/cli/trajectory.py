@@ -119,8 +119,11 @@ def model_cmd(
                                       meta={"n_sequences": len(seqs), "n_points": n_points,
                                             "n_points_in_grid": n_inside})
     if m.meta["n_transitions"] == 0:
+        where = str(inputs[0]) if len(inputs) == 1 else f"{len(inputs)} input files"
+        if n_points == 0:
+            raise DataError("no points to learn a model from", path=where)
         raise DataError(f"no transition inside the grid: {n_inside} of {n_points} points fall "
-                        f"in it but no two consecutive fixes of one user do")
+                        f"in it but no two consecutive fixes of one user do", path=where)
     from ..io import atomic_path
 
     try:
