@@ -173,7 +173,7 @@ def _table_risk(d, col, stem):
 def _table_check(d, col, stem):
     f = write_csv(d / f"{stem}.csv", [col, "sex", "x"], _TABLE)
     (d / "cons.txt").write_text("sex=F: 1..\nsex=M: 0..3\n")
-    return ["table", "constraints", "check", "cons.txt", "--table", f.name], []
+    return ["table", "constraints", "check", f.name, "--constraints", "cons.txt"], []
 
 
 _PINGS = [["u1", 0.10, 0.20], ["u1", 0.15, 0.30], ["u1", 0.80, 1.70], ["u2", 0.40, 1.10],

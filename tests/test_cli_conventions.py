@@ -20,7 +20,9 @@ ONE_LETTER_LONG = {"--k"}
 #: thing for different capabilities (the algorithm to run)
 SHORT_GROUPS = {"-m": {"--method", "--mechanism"}}
 #: hidden options that are not in DEPRECATED_OPTIONS (with their reason)
-OTHER_HIDDEN = {("trajectory", "release"): {"--initial-lonlat"}}  # the old (lon, lat) order
+OTHER_HIDDEN = {("trajectory", "release"): {"--initial-lonlat"},  # the old (lon, lat) order
+                # the old form 'check CONSTRAINTS --table TABLE' (the table is INPUT now)
+                ("table", "constraints", "check"): {"--table", "-t"}}
 #: a column is named by an option ending in -column; these bare spellings are not used
 BARE_COLUMN_NAMES = {"--lat", "--lon", "--user", "--time", "--category", "--t"}
 KEBAB = re.compile(r"^--[a-z][a-z0-9]*(-[a-z0-9]+)*$")

@@ -42,7 +42,8 @@ app = typer.Typer(name="veil", no_args_is_help=True, add_completion=False,
 bench_app = typer.Typer(no_args_is_help=True,
                         help="Run a capability's experiment on real data against its baselines.")
 
-_STATE: dict = {"debug": False, "argv": None}
+_STATE: dict = {"debug": False, "argv": None, "quiet": False, "json": False,
+                "json_printed": False}
 
 
 def _version_cb(value: bool) -> None:
@@ -147,13 +148,56 @@ def walk_commands(cmd=None, path: tuple[str, ...] = ()):
         yield path, cmd
 
 
+#: the parameter names of the output flags every command gets (docs/cli.md, "Output")
+OUTPUT_FLAGS = ("quiet", "json_summary")
+
+
+def _output_flag_params() -> list:
+    """``--quiet/-q`` and ``--json`` as Click parameters (built by Typer from the options of
+    :mod:`veil.cli.common`, so they render like every other option)."""
+    from .common import JSON, QUIET
+
+    flags = typer.Typer(add_completion=False)
+
+    @flags.command()
+    def _flags(quiet: bool = QUIET, json_summary: bool = JSON) -> None:  # pragma: no cover
+        pass
+
+    return list(typer.main.get_command(flags).params)
+
+
+def _add_output_flags(leaf, params: list) -> None:
+    """Give ``leaf`` the output flags; its callback sees neither (they set :data:`_STATE`)."""
+    import copy
+    import functools
+
+    have = {p.name for p in leaf.params}
+    clash = have & set(OUTPUT_FLAGS)
+    if clash:  # a command must not define them itself: one meaning everywhere
+        raise RuntimeError(f"{leaf.name}: defines {sorted(clash)}; use veil.cli.common.quiet()")
+    leaf.params.extend(copy.copy(p) for p in params)
+    inner = leaf.callback
+
+    @functools.wraps(inner)
+    def callback(*args, **kwargs):
+        _STATE["quiet"] = bool(kwargs.pop("quiet", False))
+        _STATE["json"] = bool(kwargs.pop("json_summary", False))
+        _STATE["json_printed"] = False
+        return inner(*args, **kwargs)
+
+    leaf.callback = callback
+
+
 def command():
     """The Click command of the whole CLI, with the conventions of docs/cli.md applied.
 
     Typer shows a ``<bool>`` type for on/off flags; a flag takes no value, so it gets no
-    metavar in the help.
+    metavar in the help. Every command gets ``--quiet/-q`` and ``--json``.
     """
     cmd = typer.main.get_command(app)
+    flag_params = _output_flag_params()
+    for _, leaf in walk_commands(cmd):
+        _add_output_flags(leaf, flag_params)
 
     def fix(c) -> None:
         for p in c.params:
@@ -193,7 +237,7 @@ def main(argv: list[str] | None = None) -> None:
     1 an internal error (a bug: rerun with ``--debug``); 130 interrupted.
     """
     args = sys.argv[1:] if argv is None else list(argv)
-    _STATE["argv"] = args
+    _STATE.update(argv=args, quiet=False, json=False, json_printed=False)
     debug = "--debug" in args
     cx = _click_exceptions()
     try:

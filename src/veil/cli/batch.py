@@ -8,7 +8,7 @@ from typing import Any, Optional
 import typer
 
 from .common import LEDGER as _LEDGER
-from .common import SEED, SPEND_AGAIN, writes_files
+from .common import SEED, SPEND_AGAIN, answer, done, json_mode, quiet, status, writes_files
 
 app = typer.Typer(no_args_is_help=True, help="Per-user batch jobs (local processes or Dask).")
 
@@ -30,32 +30,41 @@ BUCKETS = typer.Option(None, "--buckets", help="Units of work (default: ~200k ro
 LEDGER = _LEDGER
 USER = typer.Option("user", "--user-column", help="Column holding the user identifier.")
 OUT = typer.Option(..., "--output", "-o", help="Output folder (Parquet parts + _manifest.json).")
-QUIET = typer.Option(False, "--quiet", help="No progress bar.")
 
 
 def _run(task: str, input: Path, output: Path, params: dict[str, Any], *, user_column: str,
          columns: dict[str, str], engine: str, workers: int, resume: bool,
          scheduler: Optional[str], spend_again: bool, buckets: Optional[int],
-         ledger: Optional[Path], seed: Optional[int], quiet: bool,
-         work_dir: Optional[Path] = None, insecure_scheduler: bool = False) -> None:
+         ledger: Optional[Path], seed: Optional[int],
+         work_dir: Optional[Path] = None, insecure_scheduler: bool = False,
+         finish: bool = True) -> tuple[dict, str]:
+    """Run one job; its summary ends the command (``done``) unless ``finish`` is false."""
     from ..engine import Job, run_job
 
     res = run_job(Job(input, output, task, params=params, user_column=user_column,
                       columns=columns, engine=engine, workers=workers, resume=resume,
                       scheduler=scheduler, spend_again=spend_again, buckets=buckets,
-                      ledger=ledger, seed=seed, progress=not quiet, work_dir=work_dir,
+                      ledger=ledger, seed=seed, progress=not quiet(), work_dir=work_dir,
                       insecure_scheduler=insecure_scheduler))
-    if res.rows_in is None:
-        typer.echo(f"already complete and verified: {res.users:,} users, {res.rows_out:,} rows "
-                   f"out in {res.buckets} parts; epsilon per user {res.epsilon_per_user:g}; "
-                   f"output {res.output}")
-        return
-    # no input row count: this line is a log of a private input (users and rows out are
+    # no input row count: the summary is a log of a private input (users and rows out are
     # what the published parts show anyway)
-    typer.echo(f"{res.users:,} users, {res.rows_out:,} rows out, "
-               f"{res.buckets_run}/{res.buckets} buckets run, {res.seconds:.1f} s "
-               f"({res.users_per_second:,.0f} users/s); epsilon per user "
-               f"{res.epsilon_per_user:g}; output {res.output}")
+    summary = {"task": task, "output": str(res.output), "users": int(res.users),
+               "rows_out": int(res.rows_out), "buckets": int(res.buckets),
+               "epsilon_per_user": float(res.epsilon_per_user),
+               "already_complete": res.rows_in is None}
+    if res.rows_in is None:
+        text = (f"already complete and verified: {res.users:,} users, {res.rows_out:,} "
+                f"rows out in {res.buckets} parts; epsilon per user "
+                f"{res.epsilon_per_user:g}; output {res.output}")
+    else:
+        summary.update(buckets_run=int(res.buckets_run), seconds=round(float(res.seconds), 3))
+        text = (f"{res.users:,} users, {res.rows_out:,} rows out, "
+                f"{res.buckets_run}/{res.buckets} buckets run, {res.seconds:.1f} s "
+                f"({res.users_per_second:,.0f} users/s); epsilon per user "
+                f"{res.epsilon_per_user:g}; output {res.output}")
+    if finish:
+        done(summary, text)
+    return summary, text
 
 
 @app.command("counts")
@@ -75,7 +84,7 @@ def counts(
     user_column: str = USER, engine: str = ENGINE, workers: int = WORKERS, resume: bool = RESUME,
     scheduler: Optional[str] = SCHEDULER, spend_again: bool = SPEND,
     buckets: Optional[int] = BUCKETS, ledger: Optional[Path] = LEDGER,
-    seed: Optional[int] = SEED, quiet: bool = QUIET, work_dir: Optional[Path] = WORK,
+    seed: Optional[int] = SEED, work_dir: Optional[Path] = WORK,
     insecure_scheduler: bool = INSECURE,
 ) -> None:
     """Each user's category counts with exact discrete Laplace noise (event-level eps-DP, or
@@ -87,7 +96,7 @@ def counts(
     _run("count-noise", input, output, params,
          user_column=user_column, columns={"category": category_column}, engine=engine,
          workers=workers, resume=resume, scheduler=scheduler, spend_again=spend_again,
-         buckets=buckets, ledger=ledger, seed=seed, quiet=quiet, work_dir=work_dir,
+         buckets=buckets, ledger=ledger, seed=seed, work_dir=work_dir,
          insecure_scheduler=insecure_scheduler)
 
 
@@ -141,7 +150,7 @@ def visits(
     category_column: str = typer.Option("category", "--category-column"),
     user_column: str = USER, engine: str = ENGINE, workers: int = WORKERS, resume: bool = RESUME,
     scheduler: Optional[str] = SCHEDULER, buckets: Optional[int] = BUCKETS,
-    seed: Optional[int] = SEED, quiet: bool = QUIET, work_dir: Optional[Path] = WORK,
+    seed: Optional[int] = SEED, work_dir: Optional[Path] = WORK,
 ) -> None:
     """Sensitive location hiding for every user (exact SLH; spends no budget).
 
@@ -182,12 +191,20 @@ def visits(
         raise ParameterError("--report must be another folder than --output")
     common = dict(user_column=user_column, columns={"category": category_column},
                   engine=engine, workers=workers, resume=resume, scheduler=scheduler,
-                  spend_again=False, buckets=buckets, ledger=None, quiet=quiet)
-    _run("visits-hide", input, output, params, seed=seed, work_dir=work_dir, **common)
-    if report is not None:  # its own job, with its own private work folder
-        det = {k: v for k, v in params.items() if k not in ("resample_size", "resample_mix")}
-        _run("visits-hide-report", input, report, det, seed=None,
-             work_dir=Path(f"{work_dir}-report") if work_dir else None, **common)
+                  spend_again=False, buckets=buckets, ledger=None)
+    if report is None:
+        _run("visits-hide", input, output, params, seed=seed, work_dir=work_dir, **common)
+        return
+    # two jobs (the report has its own private work folder): with --json, one summary of both
+    first, text = _run("visits-hide", input, output, params, seed=seed, work_dir=work_dir,
+                       finish=False, **common)
+    if not json_mode():
+        status(text)
+    det = {k: v for k, v in params.items() if k not in ("resample_size", "resample_mix")}
+    second, text2 = _run("visits-hide-report", input, report, det, seed=None,
+                         work_dir=Path(f"{work_dir}-report") if work_dir else None,
+                         finish=False, **common)
+    done({**first, "report": second}, text2)
 
 
 @app.command("trajectories")
@@ -209,7 +226,7 @@ def trajectories(
     user_column: str = USER, engine: str = ENGINE, workers: int = WORKERS, resume: bool = RESUME,
     scheduler: Optional[str] = SCHEDULER, spend_again: bool = SPEND,
     buckets: Optional[int] = BUCKETS, ledger: Optional[Path] = LEDGER,
-    seed: Optional[int] = SEED, quiet: bool = QUIET, work_dir: Optional[Path] = WORK,
+    seed: Optional[int] = SEED, work_dir: Optional[Path] = WORK,
     insecure_scheduler: bool = INSECURE,
 ) -> None:
     """Release every user's trajectory with PIM or LM (epsilon per timestamp)."""
@@ -219,31 +236,24 @@ def trajectories(
          user_column=user_column,
          columns={"t": time_column, "lat": lat_column, "lon": lon_column}, engine=engine,
          workers=workers, resume=resume, scheduler=scheduler, spend_again=spend_again,
-         buckets=buckets, ledger=ledger, seed=seed, quiet=quiet, work_dir=work_dir,
+         buckets=buckets, ledger=ledger, seed=seed, work_dir=work_dir,
          insecure_scheduler=insecure_scheduler)
 
 
 @app.command("status")
-def status(
+def status_cmd(
     output: Path = typer.Argument(..., help="The job's output folder."),
     work_dir: Optional[Path] = WORK,
-    as_json: bool = typer.Option(False, "--json", help="Print the status as JSON."),
 ) -> None:
     """Progress of a job, what is missing, and a SHA-256 check of every part.
 
     Exit status: 0 complete and verified; 3 running or interrupted (resumable with --resume);
     4 a completed output that is damaged; 5 no veil job there. Changes nothing.
     """
-    import json
-
     from ..engine.status import format_status, job_status
 
     st = job_status(output, work_dir)
-    if as_json:
-        typer.echo(json.dumps(st, indent=2, sort_keys=True, default=str))
-    else:
-        for line in format_status(st):
-            typer.echo(line)
+    answer(st, "\n".join(format_status(st)))
     code = {"complete": 0, "running": 3, "interrupted": 3, "damaged": 4}.get(st["state"], 5)
     raise typer.Exit(code)
 
@@ -267,5 +277,6 @@ def discard(
                              f"{work_dir_for(output, work_dir)} (its finished buckets are lost): "
                              "pass --yes to confirm")
     res = discard_job(output, work_dir)
-    typer.echo(f"discarded the interrupted run in {res['work']} ({res['finished_buckets']} "
-               "finished bucket(s) deleted, nothing had been published)")
+    done({"discarded": str(res["work"]), "finished_buckets": int(res["finished_buckets"])},
+         f"discarded the interrupted run in {res['work']} ({res['finished_buckets']} "
+         "finished bucket(s) deleted, nothing had been published)")

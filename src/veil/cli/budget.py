@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from .common import DELIMITER, INPUT_FORMAT, LEDGER
+from .common import DELIMITER, INPUT_FORMAT, LEDGER, answer, done, json_mode, status
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="The privacy ledger: declared totals and what was spent.")
@@ -109,8 +109,7 @@ def set_cmd(
     with contextlib.closing(Ledger(path)) as led:
         s = led.set_total(ident, total=total, total_per_metre=total_per_metre,
                           raise_total=raise_total, label=data)
-    for line in _describe(s):
-        typer.echo(line)
+    done({"ledger": str(path), "dataset": s.to_dict()}, "\n".join(_describe(s)))
 
 
 @app.command("show")
@@ -118,7 +117,6 @@ def show_cmd(
     data: Optional[str] = typer.Argument(None, help="A dataset (file or id); default: all.",
                                          show_default=False),
     ledger: Optional[Path] = LEDGER,
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     input_format: Optional[str] = INPUT_FORMAT,
     delimiter: Optional[str] = DELIMITER,
 ) -> None:
@@ -130,12 +128,10 @@ def show_cmd(
 
     path = ledger_path(ledger)
     if legacy_note():
-        typer.echo(legacy_note(), err=True)
+        status(legacy_note())
     if not path.exists():
-        if as_json:
-            typer.echo(json.dumps({"ledger": str(path), "datasets": []}, indent=2))
-        else:
-            typer.echo(f"ledger {path}: empty (no release recorded yet)")
+        answer({"ledger": str(path), "datasets": []},
+               f"ledger {path}: empty (no release recorded yet)")
         return
     with contextlib.closing(Ledger(path)) as led:
         if data is None:
@@ -143,20 +139,21 @@ def show_cmd(
         else:
             ds, _ = _dataset(led, data, input_format, delimiter)
             if ds is None:
-                typer.echo(f"ledger {path}: nothing recorded for {data}")
+                answer({"ledger": str(path), "datasets": []},
+                       f"ledger {path}: nothing recorded for {data}")
                 return
             ids = [ds]
         summaries = [led.summary(i) for i in ids]
         events = {i: led.events(i) for i in ids}
-    if as_json:
-        typer.echo(json.dumps({"ledger": str(path),
-                               "datasets": [dict(s.to_dict(), events=events[s.id])
-                                            for s in summaries]}, indent=2, default=str))
+    if json_mode():
+        answer({"ledger": str(path),
+                "datasets": [json.loads(json.dumps(dict(s.to_dict(), events=events[s.id]),
+                                                   default=str)) for s in summaries]})
         return
-    typer.echo(f"ledger {path}: {len(summaries)} dataset(s)")
+    lines = [f"ledger {path}: {len(summaries)} dataset(s)"]
     for s in summaries:
-        for line in _describe(s):
-            typer.echo(line)
+        lines.extend(_describe(s))
+    answer(None, "\n".join(lines))
 
 
 @app.command("release")
@@ -183,5 +180,7 @@ def release_cmd(
         raise ParameterError(f"ledger {path} does not exist: nothing to release")
     with contextlib.closing(Ledger(path)) as led:
         e = led.cancel(reservation, force=force, why="veil budget release")
-    typer.echo(f"released reservation {e['id']}: {_words(e['budget'])} {e['amount']:.6g} of "
-               f"{e['input']} is available again")
+    done({"released": e["id"], "budget": e["budget"], "amount": float(e["amount"]),
+          "input": e["input"]},
+         f"released reservation {e['id']}: {_words(e['budget'])} {e['amount']:.6g} of "
+         f"{e['input']} is available again")

@@ -66,11 +66,103 @@ LEDGER = typer.Option(
          "recorded in another ledger.")
 
 __all__ = [
-    "EPSILON", "SEED", "OUTPUT", "FORMAT", "OUTPUT_FORMAT", "INPUT", "INPUT_FORMAT", "DELIMITER",
+    "QUIET", "JSON", "quiet", "json_mode", "status", "say", "done", "answer", "EPSILON", "SEED", "OUTPUT", "FORMAT", "OUTPUT_FORMAT", "INPUT", "INPUT_FORMAT", "DELIMITER",
     "FORCE", "SPEND_AGAIN", "LEDGER", "writes_files",
     "output_path", "output_format", "read_input", "check_epsilon_option", "write_output", "echo_release",
-    "check_column_option", "naming_file",
+    "check_column_option", "naming_file", "input_options", "release_summary",
 ]
+
+
+#: ``--quiet/-q`` and ``--json``: every command has both (docs/cli.md). They are added to every
+#: command by :func:`veil.cli.command`, read with :func:`quiet` and :func:`json_mode`.
+QUIET = typer.Option(False, "--quiet", "-q",
+                     help="No status lines or progress on stderr (warnings and errors still).")
+JSON = typer.Option(False, "--json",
+                    help="Print a machine-readable summary (one JSON object) on stdout.")
+
+
+def _state() -> dict:
+    from . import _STATE
+
+    return _STATE
+
+
+def quiet() -> bool:
+    """True when the running command was given ``--quiet``."""
+    return bool(_state().get("quiet"))
+
+
+def json_mode() -> bool:
+    """True when the running command was given ``--json``."""
+    return bool(_state().get("json"))
+
+
+def status(message: str) -> None:
+    """A status line (what was written, progress, a note): stderr, never stdout; not with
+    ``--quiet``. Data and ``--json`` summaries are the only things on stdout."""
+    if not quiet():
+        typer.echo(message, err=True)
+
+
+def _json_default(obj: Any) -> Any:
+    import numpy as np
+
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if isinstance(obj, set | frozenset | tuple):
+        return list(obj)
+    return str(obj)  # datetimes and the like
+
+
+def _print_json(summary: dict) -> None:
+    import json
+
+    if _state().get("json_printed"):
+        raise RuntimeError("a command printed two --json summaries")
+    _state()["json_printed"] = True
+    typer.echo(json.dumps(summary, indent=2, sort_keys=True, default=_json_default,
+                          allow_nan=False))
+
+
+def say(text: str) -> None:
+    """A line of a command's answer (a benchmark's table): stdout, or, with ``--json`` (whose
+    object is then the only thing on stdout), a status line on stderr."""
+    if json_mode():
+        status(text)
+    else:
+        typer.echo(text)
+
+
+def done(summary: dict, text: str | None = None) -> None:
+    """End a command that wrote its result to files: with ``--json`` print ``summary`` as one
+    JSON object on stdout; otherwise ``text`` (if any) is a status line on stderr.
+
+    ``summary`` holds what the console line says, nothing more: for a DP command only public
+    quantities (paths, mechanism, budget), as the file-level audits require.
+    """
+    if json_mode():
+        _print_json(summary)
+    elif text is not None:
+        status(text)
+
+
+def answer(summary: Any, text: str | None = None) -> None:
+    """End a command whose result is its standard output (a check, a query, a table of
+    figures): with ``--json`` the summary as JSON, otherwise ``text`` (or the JSON if no text
+    is given); ``--quiet`` never silences an answer."""
+    import json
+
+    if json_mode() or text is None:
+        if json_mode():
+            _print_json(summary if isinstance(summary, dict) else {"result": summary})
+        else:
+            typer.echo(json.dumps(summary, indent=2, sort_keys=True, default=_json_default))
+    else:
+        typer.echo(text)
 
 
 @contextlib.contextmanager
@@ -150,7 +242,7 @@ def writes_files(*input_params: str) -> Callable:
                              command=_command_line()) as s:
                     result = fn(*args, **kwargs)
             for note in s.notes:
-                typer.echo(note, err=True)
+                status(note)
             return result
 
         return wrapper
@@ -192,6 +284,26 @@ def output_format(fmt: Optional[str], path: Path) -> str:
     return implied if implied is not None else FORMATS[0]
 
 
+def input_options(path: Path, input_format: Optional[str], delimiter: Optional[str],
+                  *, format_key: str = "format") -> dict:
+    """``format``/``delimiter`` reader options from ``--input-format``/``--delimiter`` (checked;
+    a format error names the option), for :mod:`veil.io`'s readers."""
+    from ..errors import ParameterError
+    from ..io import detect_format
+
+    opts: dict[str, Any] = {}
+    if input_format is not None:
+        try:
+            opts[format_key] = detect_format(path, input_format, option="--input-format")
+        except ParameterError as exc:
+            raise ParameterError(f"--input-format: {exc}") from None
+    if delimiter is not None:
+        if len(delimiter) != 1:
+            raise ParameterError(f"--delimiter must be a single character, got {delimiter!r}")
+        opts["delimiter"] = delimiter
+    return opts
+
+
 def read_input(path: Path, *, columns: dict[str, str], input_format: Optional[str] = None,
                **options: Any):
     """Read INPUT with :func:`veil.io.read_table`; format errors name ``--input-format``."""
@@ -228,5 +340,16 @@ def echo_release(release: Any, data: Path, meta: Path) -> None:
     """One-line summary of a written release (to stderr, so stdout stays clean)."""
     scale = release.noise_scale
     scale_txt = f", noise scale {scale:.6g}" if isinstance(scale, int | float) else ""
-    typer.echo(f"wrote {data} and {meta.name} ({release.mechanism}, epsilon "
-               f"{release.epsilon:g}{scale_txt})", err=True)
+    done(release_summary(release, data, meta),
+         f"wrote {data} and {meta.name} ({release.mechanism}, epsilon "
+         f"{release.epsilon:g}{scale_txt})")
+
+
+def release_summary(release: Any, data: Path, meta: Path, **extra: Any) -> dict:
+    """The ``--json`` summary of a written release: the output files and the public metadata
+    that the sidecar also holds (never a figure of the data)."""
+    meta_json = release.metadata()
+    return {"output": str(data), "sidecar": str(meta),
+            **{k: meta_json.get(k) for k in ("mechanism", "budget", "budget_split",
+                                             "noise_scale", "protects")},
+            **extra}

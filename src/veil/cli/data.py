@@ -8,7 +8,7 @@ from typing import Optional
 import numpy as np
 import typer
 
-from .common import FORCE, writes_files
+from .common import FORCE, done, writes_files
 
 app = typer.Typer(no_args_is_help=True,
                   help="Synthetic data to try veil on (no network, nothing from ../shared).")
@@ -67,4 +67,4 @@ def synth(
         raise ParameterError(f"--output: folder {str(output.parent)!r} does not exist")
     write_table(cols, output)
     n = len(next(iter(cols.values())))
-    typer.echo(f"{kind}: {n:,} rows -> {output}")
+    done({"kind": kind, "rows": int(n), "output": str(output)}, f"{kind}: {n:,} rows -> {output}")

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from . import app
-from .common import FORCE, SEED
+from .common import FORCE, SEED, done, quiet
 
 
 @app.command("demo")
@@ -26,12 +26,14 @@ def demo(
     if output.is_symlink():
         raise ParameterError(f"--output: {str(output)!r} is a symbolic link; veil never writes "
                              "through a link")
+    if not output.parent.is_dir():  # like every command: the output's folder must exist
+        raise ParameterError(f"--output: folder {str(output.parent)!r} does not exist")
     if (output / "index.html").exists() and not force:
         raise ParameterError(f"--output: {str(output)!r} already holds a report; pass --force "
                              "to replace it")
 
-    index = run_demo(output, seed=seed, quick=quick)
-    typer.echo(f"report written to {index}")
+    index = run_demo(output, seed=seed, quick=quick, progress=not quiet())
+    done({"report": str(index)}, f"report written to {index}")
 
 
 @app.command("report")
@@ -40,4 +42,4 @@ def report(run_dir: Path = typer.Argument(..., help="Folder of a demo, bench or 
     from ..report.html import rebuild_report
 
     index = rebuild_report(run_dir)
-    typer.echo(f"report written to {index}")
+    done({"report": str(index)}, f"report written to {index}")

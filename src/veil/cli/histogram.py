@@ -11,7 +11,9 @@ import numpy as np
 import typer
 
 from ..errors import DataError, ParameterError, PrivacyWarning
-from .common import EPSILON, FORCE, LEDGER, SEED, SPEND_AGAIN, writes_files
+from .common import (DELIMITER, EPSILON, FORCE, INPUT_FORMAT, LEDGER, SEED, SPEND_AGAIN, answer,
+                     done, input_options, json_mode, release_summary, say, status,
+                     writes_files)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Differentially private histograms (publish, evaluate).")
@@ -47,20 +49,24 @@ def mechanism_options(method: str, given: dict) -> dict:
 
 # ----------------------------------------------------------------------------- input
 
-def read_values(path: Path, column: str) -> np.ndarray:
-    """One value per record (finite numbers; a missing or non-numeric value is an error)."""
+def read_values(path: Path, column: str, **options) -> np.ndarray:
+    """One value per record (finite numbers; a missing or non-numeric value is an error).
+
+    ``options``: ``format`` and ``delimiter`` of :func:`veil.io.read_columns`."""
     from ..io import read_columns
 
-    return np.asarray(read_columns(path, columns={column: "float"})[column], dtype=np.float64)
+    return np.asarray(read_columns(path, columns={column: "float"}, **options)[column],
+                      dtype=np.float64)
 
 
-def read_values_users(path: Path, column: str, user: str) -> tuple[np.ndarray, np.ndarray]:
+def read_values_users(path: Path, column: str, user: str,
+                      **options) -> tuple[np.ndarray, np.ndarray]:
     """One value per record and its user (text); both columns checked, no missing cell."""
     from ..io import read_columns
 
     if user == column:
         raise ParameterError(f"--user-column and --column must differ, both are {column!r}")
-    cols = read_columns(path, columns={column: "float", user: "str"})
+    cols = read_columns(path, columns={column: "float", user: "str"}, **options)
     return np.asarray(cols[column], dtype=np.float64), cols[user]
 
 
@@ -162,6 +168,8 @@ def publish_cmd(
     max_records: Optional[int] = typer.Option(
         None, "--max-records", help="Public bound m on records per user (with --user-column): "
         "at most m records per user are kept, sampled uniformly; epsilon is then per user."),
+    input_format: Optional[str] = INPUT_FORMAT,
+    delimiter: Optional[str] = DELIMITER,
     seed: Optional[int] = SEED,
     force: bool = FORCE,
     spend_again: bool = SPEND_AGAIN,
@@ -189,13 +197,14 @@ def publish_cmd(
                              "histogram needs the user of each record and a public bound on "
                              "records per user")
     users = None
+    read_opts = input_options(input, input_format, delimiter)
     if counts:
         if bins is not None or bins_from_data:
             raise ParameterError("--counts reads one count per bin: do not pass --bins")
         if user_column is not None:
             raise ParameterError("--counts reads counts per bin: --user-column and "
                                  "--max-records apply to records")
-        hist = read_counts(input, column=column)
+        hist = read_counts(input, column=column, **read_opts)
         if hist.size == 0:
             raise DataError("the file has no rows: a histogram needs at least one bin",
                             path=str(input), column=column)
@@ -204,9 +213,9 @@ def publish_cmd(
         upper = lower + 1
     else:
         if user_column is None:
-            values = read_values(input, column)
+            values = read_values(input, column, **read_opts)
         else:
-            values, users = read_values_users(input, column, user_column)
+            values, users = read_values_users(input, column, user_column, **read_opts)
         edges = parse_bins(bins, values=values, from_data=bins_from_data)
         lower, upper = edges[:-1], edges[1:]
     given = {key: v for key, v in (("k", k), ("count_bound", count_bound),
@@ -216,7 +225,7 @@ def publish_cmd(
 
     charge(input, amount=epsilon, unit="user" if max_records is not None else "record",
            read=[column] + ([user_column] if user_column else []),
-           outputs=[output, sidecar_path(output)])
+           outputs=[output, sidecar_path(output)], format=input_format, delimiter=delimiter)
     rng = make_rng(seed=seed) if seed is not None else make_rng()
     if counts:
         rel = publish(counts=hist, epsilon=epsilon, method=method, rng=rng,
@@ -232,7 +241,7 @@ def publish_cmd(
     notes = list(rel.notes)
     for note in notes:
         if " not used: auto picked " in note:
-            typer.echo(f"note: {note}", err=True)
+            status(f"note: {note}")
     if seed is not None:
         notes.append("produced with a fixed --seed: for experiments only, not private")
     table = {"bin": np.arange(n_bins), "lower": lower, "upper": upper,
@@ -245,12 +254,13 @@ def publish_cmd(
     out_rel = dataclasses.replace(rel, value=table, notes=tuple(notes),
                                   parameters={**rel.parameters, "input": info})
     _, side = write_release(out_rel, output)
-    typer.echo(f"{rel.mechanism}: {n_bins} bins, epsilon={epsilon:g} "
-               f"(split {json.dumps(rel.metadata()['budget_split'])}) -> {output} "
-               f"(+ {sidecar_path(output).name})")
+    done(release_summary(out_rel, output, side, bins=n_bins),
+         f"{rel.mechanism}: {n_bins} bins, epsilon={epsilon:g} "
+         f"(split {json.dumps(rel.metadata()['budget_split'])}) -> {output} "
+         f"(+ {side.name})")
 
 
-def _read_counts(path: Path, column: str) -> np.ndarray:
+def _read_counts(path: Path, column: str, **options) -> np.ndarray:
     if Path(path).suffix.lower() == ".npy":
         try:
             return np.asarray(np.load(path, allow_pickle=False), dtype=np.float64)
@@ -259,7 +269,8 @@ def _read_counts(path: Path, column: str) -> np.ndarray:
                             path=str(path)) from None
     from ..io import read_columns
 
-    return np.asarray(read_columns(path, columns={column: "float"})[column], dtype=np.float64)
+    return np.asarray(read_columns(path, columns={column: "float"}, **options)[column],
+                      dtype=np.float64)
 
 
 @app.command("evaluate")
@@ -272,9 +283,14 @@ def evaluate_cmd(
     workload: str = typer.Option("prefix", "--workload", help="prefix, random or point."),
     queries: int = typer.Option(2000, "--queries", help="Random ranges (workload=random)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed for the random workload."),
+    input_format: Optional[str] = INPUT_FORMAT,
+    delimiter: Optional[str] = DELIMITER,
 ) -> None:
-    """Workload error of a published histogram against the true one (DPBench scaled error)."""
-    from ..histograms.workload import answer, make_workload, scaled_error
+    """Workload error of a published histogram against the true one (DPBench scaled error).
+
+    --input-format and --delimiter apply to both files (a .npy file is read as an array)."""
+    from ..histograms.workload import answer as answer_queries
+    from ..histograms.workload import make_workload, scaled_error
     from ..random import make_rng
     from ..validation import check_counts
 
@@ -282,13 +298,14 @@ def evaluate_cmd(
 
     check_column_option(column, "--column")
     check_column_option(true_column, "--true-column")
-    est = _read_counts(published, column)
+    est = _read_counts(published, column, **input_options(published, input_format, delimiter))
     if Path(true).suffix.lower() == ".npy":
         tru = check_counts(_read_counts(true, true_column), f"--true {str(true)!r}")
     else:  # read as counts: a bad cell is reported with its file, row and column
         from ..io import read_counts
 
-        tru = read_counts(true, column=true_column)
+        tru = read_counts(true, column=true_column,
+                          **input_options(true, input_format, delimiter))
     if est.size != tru.size:
         raise DataError(f"published histogram has {est.size} bins, the true one {tru.size}",
                         path=str(published))
@@ -300,10 +317,9 @@ def evaluate_cmd(
     q = make_workload(workload, tru.size, size=queries, rng=make_rng(seed=seed)
                       if seed is not None else None)
     err = scaled_error(q, tru, est)
-    mae = float(np.mean(np.abs(answer(q, tru) - answer(q, est))))
-    typer.echo(json.dumps({"workload": workload, "queries": int(q.shape[0]),
-                           "scaled_error": err, "mean_abs_error": mae,
-                           "records": int(tru.sum()), "bins": int(tru.size)}, indent=2))
+    mae = float(np.mean(np.abs(answer_queries(q, tru) - answer_queries(q, est))))
+    answer({"workload": workload, "queries": int(q.shape[0]), "scaled_error": err,
+            "mean_abs_error": mae, "records": int(tru.sum()), "bins": int(tru.size)})
 
 
 @writes_files()
@@ -334,5 +350,9 @@ def bench(
         for target in (output, Path(output).with_suffix(".png")):
             check_output_target(target)  # an input, a link or (without --force) an existing file
     names = None if datasets is None else [d.strip() for d in datasets.split(",") if d.strip()]
-    run(speed=speed, hdmm=hdmm, accuracy=accuracy, fit_auto=fit_auto, trials=trials, n=n,
-        datasets=names, quick=quick, output=output, log=typer.echo)
+    out = run(speed=speed, hdmm=hdmm, accuracy=accuracy, fit_auto=fit_auto, trials=trials, n=n,
+              datasets=names, quick=quick, output=output, log=say)
+    if output is not None:
+        status(f"wrote {output}")
+    if json_mode():
+        answer({**out, "output": None if output is None else str(output)})

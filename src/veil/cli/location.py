@@ -12,7 +12,8 @@ import typer
 
 from .common import (DELIMITER, EPSILON, FORCE, INPUT, INPUT_FORMAT, LEDGER, OUTPUT,
                      OUTPUT_FORMAT, SEED, SPEND_AGAIN, check_epsilon_option, echo_release,
-                     output_format, output_path, read_input, write_output, writes_files)
+                     answer, done, json_mode, output_format, output_path, read_input, say,
+                     status, write_output, writes_files)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Geo-indistinguishable location obfuscation and optimal noise design.")
@@ -294,7 +295,7 @@ def _load_or_create_key(path: Path, new: bytes | None = None) -> bytes:
     fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as fh:
         fh.write(key)
-    typer.echo(f"created a new secret key in {p} (keep it private; reuse it)", err=True)
+    status(f"created a new secret key in {p} (keep it private; reuse it)")
     return key
 
 
@@ -344,12 +345,19 @@ def noise(
     result = {"privacy": l.to_dict(), "loss": L.name, **opt.to_dict()}
     if kind == "geo":
         result["planar_laplace_expected_loss"] = expected_loss(PlanarLaplace(eps), L).value
-    text = json.dumps(result, indent=2, sort_keys=True, default=float)
-    if output is not None:
-        from ..io import write_json
-        write_json(result, output_path(output))
-        typer.echo(f"wrote {output}", err=True)
-    typer.echo(text)
+    _result_or_file(result, output)
+
+
+def _result_or_file(result: dict, output: Optional[Path]) -> None:
+    """The result on stdout, or, with --output, in the file (stdout then stays empty unless
+    --json asks for the summary)."""
+    if output is None:
+        answer(result)
+        return
+    from ..io import write_json
+
+    write_json(result, output_path(output))
+    done({"output": str(output), **result}, f"wrote {output}")
 
 
 MAX_RISK_CELLS = 5000
@@ -422,11 +430,7 @@ def risk(
               "prior_only_error_m": adv["prior_only_error"],
               "user_expected_distance_m": 2.0 / eps,
               "reports_help_the_adversary_by_m": adv["prior_only_error"] - adv["adversary_error"]}
-    if output is not None:
-        from ..io import write_json
-        write_json(result, output_path(output))
-        typer.echo(f"wrote {output}", err=True)
-    typer.echo(json.dumps(result, indent=2, sort_keys=True))
+    _result_or_file(result, output)
 
 
 # The public region of the experiment: a fixed box over Manhattan (never derived from the data).
@@ -487,14 +491,15 @@ def bench(
     prior = prior / prior.sum()
     C = grid.centers
     sx, sy = grid.step
-    typer.echo(f"Foursquare NYC: {len(pts):,} check-ins inside the public box {NYC_BOX}; "
+    say(f"Foursquare NYC: {len(pts):,} check-ins inside the public box {NYC_BOX}; "
                f"LP grid {cells}x{cells} cells of {sx:.0f} x {sy:.0f} m "
                f"(machine shared and loaded: times are indicative)")
-    typer.echo("| eps (1/m) | planar Laplace 2/eps (m) | planar Laplace empirical (m) | "
+    say("| eps (1/m) | planar Laplace 2/eps (m) | planar Laplace empirical (m) | "
                "LP optimum, real position (m) | LP, from cell centre (m) | LP constraints | "
                "LP solve s |")
-    typer.echo("|---:|---:|---:|---:|---:|---:|---:|")
+    say("|---:|---:|---:|---:|---:|---:|---:|")
     rows = []
+    table: list[dict] = []
     for eps in eps_list:
         rel = planar_laplace(pts, epsilon=eps, rng=rng)
         emp = float(distance_errors(pts, rel.value).mean())
@@ -504,7 +509,11 @@ def bench(
         d_real = np.hypot(xy[:, None, 0] - C[None, :, 0], xy[:, None, 1] - C[None, :, 1])
         lp_real = float(np.mean(np.sum(m.channel[cell] * d_real, axis=1)))
         rows.append((eps, 2 / eps, emp, lp_real, m.expected_loss))
-        typer.echo(f"| {eps:g} | {2 / eps:.0f} | {emp:.0f} | {lp_real:.0f} | "
+        table.append({"epsilon_per_metre": eps, "planar_laplace_expected_m": 2 / eps,
+                      "planar_laplace_empirical_m": emp, "lp_real_position_m": lp_real,
+                      "lp_from_cell_centre_m": float(m.expected_loss),
+                      "lp_constraints": int(m.n_constraints), "lp_solve_s": round(took, 3)})
+        say(f"| {eps:g} | {2 / eps:.0f} | {emp:.0f} | {lp_real:.0f} | "
                    f"{m.expected_loss:.0f} | {m.n_constraints:,} | {took:.1f} |")
     if plot is not None:
         import matplotlib
@@ -523,4 +532,7 @@ def bench(
         with atomic_path(output_path(plot)) as tmp:
             fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
         plt.close(fig)
-        typer.echo(f"wrote {plot}", err=True)
+        status(f"wrote {plot}")
+    if json_mode():
+        answer({"checkins": int(len(pts)), "cells": cells, "rows": table,
+                "plot": None if plot is None else str(plot)})

@@ -11,7 +11,7 @@ from typing import List, Optional
 import typer
 
 from .common import (DELIMITER, EPSILON, FORCE, INPUT_FORMAT, LEDGER, SEED, SPEND_AGAIN,
-                     writes_files)
+                     answer, done, json_mode, release_summary, say, status, writes_files)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="DP density maps of locations (publish, query).")
@@ -182,10 +182,13 @@ def publish_cmd(
     rel = dataclasses.replace(rel, notes=tuple(notes),
                               parameters={**rel.parameters, "bbox_from_data": bool(bbox_from_data)})
     written = write_map(rel, output, geojson=geojson, png=png, geotiff=geotiff)
-    typer.echo(f"{rel.parameters.get('chosen', rel.mechanism)}: {g.rows}x{g.cols} map, "
-               f"epsilon={epsilon:g} (split {json.dumps(rel.metadata()['budget_split'])}), "
-               f"protects one {rel.parameters['protects']} -> "
-               + ", ".join(str(p) for p in written), err=True)
+    side = next((p for p in written if str(p).endswith(".meta.json")), None)
+    done(release_summary(rel, output, side, files=[str(p) for p in written],
+                         grid=[int(g.rows), int(g.cols)],
+                         chosen=rel.parameters.get("chosen", rel.mechanism)),
+         f"{rel.parameters.get('chosen', rel.mechanism)}: {g.rows}x{g.cols} map, "
+         f"epsilon={epsilon:g} (split {json.dumps(rel.metadata()['budget_split'])}), "
+         f"protects one {rel.parameters['protects']} -> " + ", ".join(str(p) for p in written))
 
 
 @app.command("query")
@@ -206,11 +209,13 @@ def query_cmd(
     pm = read_map(published)
     boxes = np.array([parse_bbox(b, name=f"--bbox {b!r}") for b in bbox])
     res = query_boxes(pm.values, pm.grid, boxes)
-    for b, est, frac in zip(boxes, res["estimate"], res["fraction_inside"]):
-        typer.echo(json.dumps({"bbox": [float(v) for v in b], "estimate": float(est),
-                               "fraction_inside": float(frac),
-                               "mechanism": pm.meta.get("mechanism"),
-                               "epsilon": pm.meta.get("budget", {}).get("epsilon")}))
+    found = [{"bbox": [float(v) for v in b], "estimate": float(est),
+              "fraction_inside": float(frac), "mechanism": pm.meta.get("mechanism"),
+              "epsilon": pm.meta.get("budget", {}).get("epsilon")}
+             for b, est, frac in zip(boxes, res["estimate"], res["fraction_inside"])]
+    # one JSON object per box (JSON lines); with --json one object holding them all
+    answer({"published": str(published), "boxes": found},
+           "\n".join(json.dumps(f) for f in found))
 
 
 @app.command("regions")
@@ -218,8 +223,10 @@ def regions_cmd() -> None:
     """List the named public regions (boxes) that --region accepts."""
     from ..maps import REGIONS
 
-    for name, (box, desc) in REGIONS.items():
-        typer.echo(f"{name:18} {','.join(f'{v:.6g}' for v in box)}  {desc}")
+    answer({"regions": {name: {"bbox": [float(v) for v in box], "description": desc}
+                        for name, (box, desc) in REGIONS.items()}},
+           "\n".join(f"{name:18} {','.join(f'{v:.6g}' for v in box)}  {desc}"
+                     for name, (box, desc) in REGIONS.items()))
 
 
 @writes_files()
@@ -239,9 +246,13 @@ def bench(
         check_output_target(output)
     rows, text = accuracy_table(runs=2 if quick else runs,
                                 scales=(10**4,) if quick else (10**4, 10**6, 10**8),
-                                log=typer.echo)
-    typer.echo(text)
+                                log=say)
+    say(text)
     if output is not None:
         from ..io import write_json
 
         write_json([r.to_dict() for r in rows], output)
+        status(f"wrote {output}")
+    if json_mode():
+        answer({"rows": [r.to_dict() for r in rows],
+                "output": None if output is None else str(output)})

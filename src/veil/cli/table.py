@@ -8,7 +8,8 @@ from typing import Optional
 import typer
 
 from ..errors import ParameterError
-from .common import FORCE, SEED, writes_files
+from .common import (FORCE, INPUT_FORMAT, SEED, answer, done, json_mode, say, status,
+                     writes_files)
 
 app = typer.Typer(no_args_is_help=True, help=__doc__)
 constraints_app = typer.Typer(no_args_is_help=True,
@@ -35,13 +36,15 @@ def _split(s: str | None) -> list[str] | None:
 
 
 def _read(path: Path, names: str | None, delimiter: str | None = None,
-          skip_initial_space: bool = False):
+          skip_initial_space: bool = False, input_format: str | None = None):
     """The input as text (every output cell not changed is byte-for-byte the input's)."""
     from ..tables.data import read_table
+    from .common import input_options
 
     cols = _split(names)
+    fmt = input_options(path, input_format, None).get("format")
     return read_table(path, names=cols, delimiter=delimiter,
-                      skip_initial_space=skip_initial_space)
+                      skip_initial_space=skip_initial_space, format=fmt)
 
 
 def _check_qi(qi_cols: list[str], columns: list[str]) -> None:
@@ -215,6 +218,7 @@ def anonymize_cmd(
                                               "'records at risk'."),
     marker: str = typer.Option("*", "--marker", help="Text written in suppressed cells."),
     names: Optional[str] = NAMES,
+    input_format: Optional[str] = INPUT_FORMAT,
     delimiter: Optional[str] = DELIMITER,
     skip_initial_space: bool = SKIP_SPACE,
     seed: Optional[int] = SEED,
@@ -259,7 +263,7 @@ def anonymize_cmd(
     _not_over_inputs(outputs, inputs)
     from .common import naming_file
 
-    table = _read(input, names, delimiter, skip_initial_space)
+    table = _read(input, names, delimiter, skip_initial_space, input_format)
     _check_qi(qi_cols, list(table.columns))
     cs = []
     with naming_file(input):  # a data problem found after reading names the input file
@@ -297,11 +301,13 @@ def anonymize_cmd(
             if not generalizing else
             f"generalized {m['generalized_cells']} QI cells, suppressed {m['suppressed_rows']} "
             f"rows")
-    typer.echo(f"{res.method}: {m['rows']} rows, {m['classes']} classes (min size "
-               f"{m['min_class_size']}), {what}, constraints satisfied "
-               f"{res.constraints_satisfied}/{len(res.constraints)}; prosecutor risk highest "
-               f"{after['prosecutor']['highest']:.4f}")
-    typer.echo(f"wrote {out} and {side.name}" + (f" (report: {rep})" if rep else ""))
+    done({"output": str(out), "sidecar": str(side), "report": None if rep is None else str(rep),
+          **public},
+         f"{res.method}: {m['rows']} rows, {m['classes']} classes (min size "
+         f"{m['min_class_size']}), {what}, constraints satisfied "
+         f"{res.constraints_satisfied}/{len(res.constraints)}; prosecutor risk highest "
+         f"{after['prosecutor']['highest']:.4f}\n"
+         f"wrote {out} and {side.name}" + (f" (report: {rep})" if rep else ""))
 
 
 def _suppression_utility(table, res, qi_cols):
@@ -330,8 +336,10 @@ def risk_cmd(
     marker: str = typer.Option("*", "--marker",
                                help="Rows with this in every QI cell are suppressed."),
     output: Optional[Path] = typer.Option(None, "--output", "-o",
-                                          help="Also write the figures as JSON (atomically)."),
+                                          help="Write the figures as JSON (atomically) "
+                                               "instead of printing them."),
     names: Optional[str] = NAMES,
+    input_format: Optional[str] = INPUT_FORMAT,
     delimiter: Optional[str] = DELIMITER,
     skip_initial_space: bool = SKIP_SPACE,
     force: bool = FORCE,
@@ -353,18 +361,20 @@ def risk_cmd(
         _not_over_inputs({"--output": out}, inputs)
     from .common import naming_file
 
-    tbl = _read(input, names, delimiter, skip_initial_space)
+    tbl = _read(input, names, delimiter, skip_initial_space, input_format)
     _check_qi(_split(qi) or [], list(tbl.columns))
-    pop = _read(population, names, delimiter, skip_initial_space) if population else None
+    pop = (_read(population, names, delimiter, skip_initial_space, input_format)
+           if population else None)
     with naming_file(input):
         r = reidentification_risk(tbl, _split(qi) or [], population=pop,
                                   sampling_fraction=sampling_fraction, threshold=threshold,
                                   marker=marker)
-    typer.echo(format_risk(r, f"re-identification risk of {input} on "
-                              f"{', '.join(_split(qi) or [])}"))
-    if output is not None:
-        _write_json_atomic(r, out)
-        typer.echo(f"wrote {out}")
+    text = format_risk(r, f"re-identification risk of {input} on {', '.join(_split(qi) or [])}")
+    if output is None:
+        answer(r, text)
+        return
+    _write_json_atomic(r, out)
+    done({"output": str(out), **r}, f"{text}\nwrote {out}")
 
 
 def _load(path: Path, table_path: Optional[Path], names: Optional[str], k: Optional[int]):
@@ -376,9 +386,15 @@ def _load(path: Path, table_path: Optional[Path], names: Optional[str], k: Optio
 
 @constraints_app.command("check")
 def check_cmd(
-    constraints: Path = typer.Argument(..., help="Constraint file."),
-    table: Path = typer.Option(..., "--table", "-t", help="Table to validate (CSV or Parquet)."),
+    input: Path = typer.Argument(..., help="Table to validate (CSV, TSV, Parquet or JSON).",
+                                 show_default=False),
+    constraints: Optional[Path] = typer.Option(None, "--constraints",
+                                               help="Constraint file (one per line)."),
+    table: Optional[Path] = typer.Option(None, "--table", "-t", hidden=True,
+                                         help="Deprecated: the old spelling 'check CONSTRAINTS "
+                                              "--table TABLE'."),
     names: Optional[str] = NAMES,
+    input_format: Optional[str] = INPUT_FORMAT,
     delimiter: Optional[str] = DELIMITER,
     skip_initial_space: bool = SKIP_SPACE,
     show_sql: bool = typer.Option(False, "--show-sql", help="Print the generated SQL query."),
@@ -386,11 +402,23 @@ def check_cmd(
     """Validate a table against the constraints (one generated DuckDB query).
 
     Exit status 0 when every constraint holds, 1 otherwise.
+
+    Example: veil table constraints check census.csv --constraints constraints.txt
     """
     from .common import naming_file
 
-    tbl = _read(table, names, delimiter, skip_initial_space)
-    with naming_file(table):
+    if table is not None:  # the old form: the argument was the constraint file
+        if constraints is not None:
+            raise ParameterError("--table is the old spelling: give the table as INPUT and "
+                                 "the constraint file with --constraints")
+        status("veil: warning: 'check CONSTRAINTS --table TABLE' is deprecated, use "
+               "'check TABLE --constraints CONSTRAINTS'")
+        input, constraints = table, input
+    if constraints is None:
+        raise ParameterError("--constraints is required: the constraint file to check INPUT "
+                             "against")
+    tbl = _read(input, names, delimiter, skip_initial_space, input_format)
+    with naming_file(input):
         return _check(tbl, constraints, show_sql)
 
 
@@ -409,18 +437,25 @@ def _check(tbl, constraints, show_sql):
             if a not in present:
                 present[a] = set(cell_text(cols[a], name=a, missing="skip").tolist())
             if v not in present[a]:
-                typer.echo(f"note: {c.to_text()!r}: value {v!r} does not occur in column "
-                           f"{a!r} (count 0)", err=True)
+                status(f"note: {c.to_text()!r}: value {v!r} does not occur in column "
+                       f"{a!r} (count 0)")
+    lines = []
+    query = None
     if show_sql:
         from ..tables.validate import sql_columns
 
-        typer.echo(validation_sql(cs, columns=sql_columns(cs)) + ";")
-    status = check_constraints(tbl, cs)
-    for s in status:
-        typer.echo(f"{'ok  ' if s.satisfied else 'FAIL'}  {s.constraint.to_text():<50} "
-                   f"count = {s.count}")
-    bad = sum(not s.satisfied for s in status)
-    typer.echo(f"{len(status) - bad}/{len(status)} constraints hold")
+        query = validation_sql(cs, columns=sql_columns(cs)) + ";"
+        lines.append(query)
+    checked = check_constraints(tbl, cs)
+    for s in checked:
+        lines.append(f"{'ok  ' if s.satisfied else 'FAIL'}  {s.constraint.to_text():<50} "
+                     f"count = {s.count}")
+    bad = sum(not s.satisfied for s in checked)
+    lines.append(f"{len(checked) - bad}/{len(checked)} constraints hold")
+    answer({"constraints": [{"constraint": s.constraint.to_text(), "count": int(s.count),
+                             "satisfied": bool(s.satisfied)} for s in checked],
+            "hold": len(checked) - bad, "total": len(checked), "sql": query},
+           "\n".join(lines))
     if bad:
         raise SystemExit(1)  # typer.Exit is swallowed by main() in standalone_mode=False
 
@@ -462,8 +497,11 @@ def implies_cmd(
     lo, hi = implied_range(cs, s)
     ok = implies(cs, s, method=how)
     tgt = s.to_text().rsplit(":", 1)[0]
-    typer.echo(f"axioms give {tgt} in [{lo}, {'inf' if hi == float('inf') else int(hi)}]")
-    typer.echo(f"{'implied' if ok else 'not implied'}: {s.to_text()} ({how})")
+    hi_txt = "inf" if hi == float("inf") else int(hi)
+    answer({"constraint": s.to_text(), "implied": bool(ok), "method": how,
+            "axioms_range": [int(lo), None if hi == float("inf") else int(hi)]},
+           f"axioms give {tgt} in [{lo}, {hi_txt}]\n"
+           f"{'implied' if ok else 'not implied'}: {s.to_text()} ({how})")
     if not ok:
         raise SystemExit(1)  # typer.Exit is swallowed by main() in standalone_mode=False
 
@@ -479,9 +517,11 @@ def satisfiable_cmd(constraints: Path = typer.Argument(..., help="Constraint fil
     how = resolve(_method(exact, axioms), cs)
     sat = satisfiability(cs, method=how)
     if sat:
-        typer.echo(f"satisfiable ({len(cs)} constraints; {how})")
+        answer({"satisfiable": True, "constraints": len(cs), "method": how},
+               f"satisfiable ({len(cs)} constraints; {how})")
         return
-    typer.echo(f"unsatisfiable: {sat.reason}")
+    answer({"satisfiable": False, "constraints": len(cs), "method": how,
+            "reason": str(sat.reason)}, f"unsatisfiable: {sat.reason}")
     raise SystemExit(1)  # typer.Exit is swallowed by main() in standalone_mode=False
 
 
@@ -504,10 +544,16 @@ def minimize_cmd(
     for c, used in red:
         keep.remove(c)
         why = ", ".join(repr(u.to_text()) for u in used) or "nothing (it always holds)"
-        typer.echo(f"removed {c.to_text()!r}: implied by {why}", err=True)
+        status(f"removed {c.to_text()!r}: implied by {why}")
     text = format_constraints(keep)
+    summary = {"kept": [c.to_text() for c in keep],
+               "removed": [{"constraint": c.to_text(), "implied_by": [u.to_text() for u in used]}
+                           for c, used in red]}
     if output is None:
-        typer.echo(text, nl=False)
+        if json_mode():
+            answer(summary)
+        else:
+            typer.echo(text, nl=False)
     else:
         from .common import output_path
 
@@ -516,7 +562,8 @@ def minimize_cmd(
         out = output_path(output)
         with atomic_path(out) as tmp:
             tmp.write_text(text, encoding="utf-8")
-        typer.echo(f"wrote {len(keep)} of {len(cs)} constraints to {out}")
+        done({"output": str(out), **summary},
+             f"wrote {len(keep)} of {len(cs)} constraints to {out}")
 
 
 @writes_files()
@@ -531,9 +578,12 @@ def bench(
     """DIVA vs constraint-free baselines on UCI Adult and synthetic tables."""
     from ..tables.experiment import format_results, run_experiment
 
-    res = run_experiment(quick=quick, repeats=repeats, seed=seed, progress=typer.echo)
-    typer.echo(format_results(res))
+    res = run_experiment(quick=quick, repeats=repeats, seed=seed, progress=say)
+    say(format_results(res))
     if output is not None:
         from .common import output_path
 
         _write_json_atomic(res, output_path(output))
+        status(f"wrote {output}")
+    if json_mode():
+        answer({"results": res, "output": None if output is None else str(output)})

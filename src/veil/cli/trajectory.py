@@ -7,7 +7,8 @@ from typing import List, Optional
 
 import typer
 
-from .common import EPSILON, FORCE, LEDGER, SEED, SPEND_AGAIN, writes_files
+from .common import (DELIMITER, EPSILON, FORCE, INPUT_FORMAT, LEDGER, SEED, SPEND_AGAIN, answer,
+                     done, input_options, status, writes_files)
 
 app = typer.Typer(no_args_is_help=True, help="Release locations under temporal correlations.")
 
@@ -39,7 +40,7 @@ def _read_track(path, **options):
     return tr
 
 
-def _sequences(inputs, grid, time_column, user_column):
+def _sequences(inputs, grid, time_column, user_column, **read_opts):
     """Per-user (per-file for GeoLife) cell sequences of every input, in time order."""
     import numpy as np
 
@@ -57,7 +58,9 @@ def _sequences(inputs, grid, time_column, user_column):
                 n_points += c.size
                 n_inside += int((c >= 0).sum())
             continue
-        tr = _read_track(p, time_column=time_column, user_column=user_column)
+        tr = _read_track(p, time_column=time_column, user_column=user_column,
+                         **input_options(p, read_opts.get("input_format"),
+                                       read_opts.get("delimiter")))
         tracks.append(tr)
         cells = grid.cell_of(tr.lat, tr.lon)
         for user, rows in split_users(tr):
@@ -99,6 +102,8 @@ def model_cmd(
     time_column: Optional[str] = typer.Option(None, "--time-column", help=TIME_HELP),
     user_column: str = typer.Option("user", "--user-column",
                                     help="User column (one sequence per user)."),
+    input_format: Optional[str] = INPUT_FORMAT,
+    delimiter: Optional[str] = DELIMITER,
     force: bool = FORCE,
 ) -> None:
     """Learn a first-order Markov model (consecutive fixes' cell transitions, per user).
@@ -113,7 +118,8 @@ def model_cmd(
     g = TemporalGrid.parse(grid)
     if not output.parent.exists():
         raise DataError(f"--output: folder {str(output.parent)!r} does not exist")
-    seqs, n_points, n_inside = _sequences(inputs, g, time_column, user_column)
+    seqs, n_points, n_inside = _sequences(inputs, g, time_column, user_column,
+                                          input_format=input_format, delimiter=delimiter)
     m = MarkovModel.from_trajectories(seqs, grid=g, empty_rows=empty_rows, smoothing=smoothing,
                                       prior_weight=prior_weight, prior_scale_m=prior_scale,
                                       meta={"n_sequences": len(seqs), "n_points": n_points,
@@ -131,11 +137,15 @@ def model_cmd(
             m.save(tmp)
     except OSError as exc:  # a full disk or a read-only folder: say which file
         raise OSError(exc.errno, f"cannot write {str(output)!r}: {exc.strerror}") from None
-    typer.echo(f"model: {g.nx}x{g.ny} grid, {len(seqs)} sequences, "
-               f"{int(m.meta['n_transitions'])} transitions ({n_inside} of {n_points} points "
-               f"in the grid), {m.meta['n_unseen_cells']} cells never left"
-               + (f" (smoothed: prior weight {prior_weight:g})" if prior_weight else "")
-               + f" -> {output}", err=True)
+    done({"output": str(output), "grid": g.to_dict(), "sequences": len(seqs),
+          "transitions": int(m.meta["n_transitions"]), "points": int(n_points),
+          "points_in_grid": int(n_inside), "cells_never_left": int(m.meta["n_unseen_cells"]),
+          "prior_weight": float(prior_weight)},
+         f"model: {g.nx}x{g.ny} grid, {len(seqs)} sequences, "
+         f"{int(m.meta['n_transitions'])} transitions ({n_inside} of {n_points} points "
+         f"in the grid), {m.meta['n_unseen_cells']} cells never left"
+         + (f" (smoothed: prior weight {prior_weight:g})" if prior_weight else "")
+         + f" -> {output}")
 
 
 def _parse_latlon(text: str, option: str):
@@ -182,6 +192,8 @@ def release_cmd(
     user_column: str = typer.Option("user", "--user-column",
                                     help="User column: each user's trajectory is released "
                                          "separately (epsilon per timestamp per user)."),
+    input_format: Optional[str] = INPUT_FORMAT,
+    delimiter: Optional[str] = DELIMITER,
     seed: Optional[int] = SEED,
     force: bool = FORCE,
     spend_again: bool = SPEND_AGAIN,
@@ -214,7 +226,8 @@ def release_cmd(
     m = MarkovModel.load(model)
     if grid is not None:
         m.check_grid(TemporalGrid.parse(grid))
-    track = _read_track(input, time_column=time_column, user_column=user_column)
+    track = _read_track(input, time_column=time_column, user_column=user_column,
+                        **input_options(input, input_format, delimiter))
     keep, cells_kept, dropped = clean_track(track, m.grid, on_invalid=on_invalid)
     p0 = None
     start = None
@@ -223,8 +236,8 @@ def release_cmd(
     elif initial_lonlat is not None:
         lon0, lat0 = _parse_latlon(initial_lonlat, "--initial-lonlat")
         start = (lat0, lon0)
-        typer.echo("--initial-lonlat is deprecated (veil uses LAT,LON everywhere): use "
-                   "--initial-latlon", err=True)
+        typer.echo("veil: warning: --initial-lonlat is deprecated (veil uses LAT,LON "
+                   "everywhere): use --initial-latlon", err=True)
     if start is not None:
         c0 = int(m.grid.cell_of([start[0]], [start[1]])[0])
         if c0 < 0:
@@ -232,7 +245,7 @@ def release_cmd(
         p0 = np.zeros(m.grid.n_cells)
         p0[c0] = 1.0
     if dropped:
-        typer.echo(f"dropped {dropped} invalid point(s) (NaN or outside the grid)", err=True)
+        status(f"dropped {dropped} invalid point(s) (NaN or outside the grid)")
     cells = np.full(track.t.size, -1, dtype=np.int64)
     cells[keep] = cells_kept
     groups = [(u, rows[keep[rows]]) for u, rows in split_users(track)]
@@ -304,10 +317,13 @@ def release_cmd(
             tmp_meta.write_text(side_text, encoding="utf-8")
     except OSError as exc:  # a full disk or a read-only folder: say which file
         raise OSError(exc.errno, f"cannot write {str(output)!r}: {exc.strerror}") from None
-    typer.echo(f"released {n} points of {len(groups)} user(s) with {mechanism} "
-               f"(epsilon={epsilon} per step, delta={delta}"
-               + (", optimally remapped" if remap else "") + f") -> {output} and "
-               f"{sidecar_path.name}", err=True)
+    done({"output": str(output), "sidecar": str(sidecar_path),
+          **{k: meta.get(k) for k in ("mechanism", "budget", "budget_split", "noise_scale",
+                                      "protects")}},
+         f"released {n} points of {len(groups)} user(s) with {mechanism} "
+         f"(epsilon={epsilon} per step, delta={delta}"
+         + (", optimally remapped" if remap else "") + f") -> {output} and "
+         f"{sidecar_path.name}")
 
 
 @app.command("risk")
@@ -330,9 +346,12 @@ def risk_cmd(
     time_column: Optional[str] = typer.Option(None, "--time-column", help=TIME_HELP),
     user_column: str = typer.Option("user", "--user-column", help="User column."),
     output: Optional[Path] = typer.Option(None, "--output", "-o",
-                                          help="Also write the JSON result (atomically)."),
+                                          help="Write the JSON result (atomically) instead "
+                                               "of printing it."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the attack's random "
                                        "choices (reproducible assessment; no privacy role)."),
+    input_format: Optional[str] = INPUT_FORMAT,
+    delimiter: Optional[str] = DELIMITER,
     force: bool = FORCE,
 ) -> None:
     """Re-identification risk of a trajectory set before and after release.
@@ -342,8 +361,6 @@ def risk_cmd(
     published users compatible with that knowledge. Prints JSON: mean risk, share of users
     unique, before (the original set) and after (the released set), per attack.
     """
-    import json
-
     from ..errors import DataError
     from ..geo.risk import ATTACKS, risk_before_after, cell_sequences
     from ..geo.temporal import TemporalGrid
@@ -354,7 +371,8 @@ def risk_cmd(
     kinds = ATTACKS if attack == "all" else (check_choice(attack, "--attack", ATTACKS),)
 
     def seqs(path):
-        tr = _read_track(path, time_column=time_column, user_column=user_column)
+        tr = _read_track(path, time_column=time_column, user_column=user_column,
+                         **input_options(path, input_format, delimiter))
         return cell_sequences(tr.user, tr.t, g.cell_of(tr.lat, tr.lon))
 
     orig = seqs(original)
@@ -369,11 +387,13 @@ def risk_cmd(
         before, after = risk_before_after(orig, rel, attack=a, k=k, n_knowledge=n_knowledge,
                                           tolerance=tolerance, n_cells=g.n_cells, rng=rng)
         result["attacks"][a] = {"before": before.summary(), "after": after.summary()}
-    if output is not None:
-        from ..io import write_json
-        write_json(result, output)
-        typer.echo(f"wrote {output}", err=True)
-    typer.echo(json.dumps(result, indent=2, sort_keys=True))
+    if output is None:
+        answer(result)
+        return
+    from ..io import write_json
+
+    write_json(result, output)
+    done({"output": str(output), **result}, f"wrote {output}")
 
 
 def bench(
@@ -392,4 +412,4 @@ def bench(
         epsilons=[float(e) for e in epsilons.split(",")],
         deltas=[float(d) for d in deltas.split(",")], steps=steps, reps=reps,
         max_trajectories=max_traj, model_kind=model_kind, seed=seed)
-    typer.echo(format_table(rows))
+    answer({"rows": rows}, format_table(rows))

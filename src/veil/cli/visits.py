@@ -30,7 +30,8 @@ import numpy as np
 import typer
 
 from ..errors import DataError, ParameterError, PrivacyWarning
-from .common import FORCE, writes_files
+from .common import (DELIMITER, FORCE, INPUT_FORMAT, answer, done, input_options, status,
+                     writes_files)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Sanitize location-visit histograms: hide sensitive places, resemble or "
@@ -437,7 +438,8 @@ def _run_checked(problem: str, input_path: Path, *, output, report, sensitive, c
          domain_from_data, allow_unmatched, taxonomy, distance, privacy_distance, target,
          quality_bound, privacy_threshold, method, forbid_unvisited, user_column,
          category_column, rollup_depth, target_size=False, r=None, resample_size=None,
-         resample_mix=None, resample_profile=None, seed=None):
+         resample_mix=None, resample_profile=None, seed=None, input_format=None,
+         delimiter=None):
     from ..random import make_rng
     from ..visits import avoid, hide, resemble
     from ..visits.batch import load_checkins, sanitize_users
@@ -457,7 +459,8 @@ def _run_checked(problem: str, input_path: Path, *, output, report, sensitive, c
     tax = _taxonomy(taxonomy)
     if rollup_depth is not None and tax is None:
         raise ParameterError("--rollup-depth needs --taxonomy")
-    checkin = is_checkin_file(input_path, user_column)
+    ropts = input_options(input_path, input_format, delimiter)
+    checkin = is_checkin_file(input_path, user_column, **ropts)
     if checkin and output is None:
         raise ParameterError("--output is required for a check-in file")
     side = None
@@ -491,8 +494,9 @@ def _run_checked(problem: str, input_path: Path, *, output, report, sensitive, c
         from ..io.read import column_names
 
         if input_path.suffix.lower() in (".csv", ".tsv", ".parquet", ".pq"):
-            column_names(input_path)  # refuses a file naming two columns alike
-        uh = load_checkins(input_path, user_column=user_column, category_column=category_column)
+            column_names(input_path, **ropts)  # refuses a file naming two columns alike
+        uh = load_checkins(input_path, user_column=user_column, category_column=category_column,
+                           fmt=ropts.get("format"), delimiter=ropts.get("delimiter"))
         if uh.n_users == 0:
             raise DataError("has no data rows (only a header?)", path=str(input_path))
         data_labels = _canon(uh.categories, tax, rollup_depth, "input")
@@ -500,7 +504,7 @@ def _run_checked(problem: str, input_path: Path, *, output, report, sensitive, c
     else:
         if kind == "per-user":
             raise ParameterError("a per-user --target file needs a check-in input")
-        labels, values = read_histogram(input_path)
+        labels, values = read_histogram(input_path, **ropts)
         if np.asarray(values).size == 0:
             raise DataError("holds an empty histogram (no categories, no counts)",
                             path=str(input_path))
@@ -545,8 +549,8 @@ def _run_checked(problem: str, input_path: Path, *, output, report, sensitive, c
         sens, unmatched = _sensitive(sensitive, domain, tax, allow_unmatched)
         sens_names = [domain[i] for i in sens] if domain is not None else sens.tolist()
         if sens.size == 0:
-            typer.echo(f"note: --sensitive matched no category ({', '.join(unmatched)}); "
-                       "nothing is hidden", err=True)
+            status(f"note: --sensitive matched no category ({', '.join(unmatched)}); "
+                   "nothing is hidden")
     mitigation = _mitigation(resample_size, resample_mix, resample_profile, domain, tax,
                              rollup_depth, source) if problem == "hide" else None
     rng = make_rng(seed=seed) if mitigation is not None else None
@@ -572,10 +576,13 @@ def _run_checked(problem: str, input_path: Path, *, output, report, sensitive, c
         _write_files(items)
         published = int(np.unique(br.table["user"]).size)
         left = uh.n_users - published
-        typer.echo(f"{problem}: {published} users published over {len(domain)} categories -> "
-                   f"{output} (+ {side.name})"
-                   + (f"; {left} user(s) left out (listed in the private report)" if left else "")
-                   + (f"; private report -> {report}" if report is not None else ""), err=True)
+        done({"problem": problem, "output": str(output), "sidecar": str(side),
+              "report": None if report is None else str(report), "users_published": published,
+              "users_left_out": int(left), "categories": len(domain)},
+             f"{problem}: {published} users published over {len(domain)} categories -> "
+             f"{output} (+ {side.name})"
+             + (f"; {left} user(s) left out (listed in the private report)" if left else "")
+             + (f"; private report -> {report}" if report is not None else ""))
         return
 
     values = np.asarray(values)
@@ -595,7 +602,7 @@ def _run_checked(problem: str, input_path: Path, *, output, report, sensitive, c
     if output is None:
         if report is not None:
             _write_files([(report, {**res.to_dict(), "unmatched_sensitive": unmatched})])
-        typer.echo(json.dumps(public, indent=2))
+        answer(public)
         return
     ext = output.suffix.lower().lstrip(".")
     data: Any = public
@@ -607,8 +614,10 @@ def _run_checked(problem: str, input_path: Path, *, output, report, sensitive, c
     if report is not None:
         items.append((report, {**res.to_dict(), "unmatched_sensitive": unmatched}))
     _write_files(items)
-    typer.echo(f"{problem}: published -> {output} (+ {side.name})"
-               + (f"; private report -> {report}" if report is not None else ""), err=True)
+    done({"problem": problem, "output": str(output), "sidecar": str(side),
+          "report": None if report is None else str(report)},
+         f"{problem}: published -> {output} (+ {side.name})"
+         + (f"; private report -> {report}" if report is not None else ""))
 
 
 # ----------------------------------------------------------------------------- commands
@@ -646,6 +655,8 @@ def hide_cmd(
     user_column: str = USER_COL,
     category_column: str = CAT_COL,
     rollup_depth: Optional[int] = ROLLUP,
+    input_format: Optional[str] = INPUT_FORMAT,
+    delimiter: Optional[str] = DELIMITER,
     force: bool = FORCE,
 ) -> None:
     """SLH: zero the sensitive places and redistribute their visits with the least quality loss."""
@@ -656,7 +667,8 @@ def hide_cmd(
          method=method, forbid_unvisited=forbid_unvisited, user_column=user_column,
          category_column=category_column, rollup_depth=rollup_depth, r=r,
          resample_size=resample_size, resample_mix=resample_mix,
-         resample_profile=resample_profile, seed=seed)
+         resample_profile=resample_profile, seed=seed, input_format=input_format,
+         delimiter=delimiter)
 
 
 def _tr_ta(problem):
@@ -688,6 +700,8 @@ def _tr_ta(problem):
         user_column: str = USER_COL,
         category_column: str = CAT_COL,
         rollup_depth: Optional[int] = ROLLUP,
+        input_format: Optional[str] = INPUT_FORMAT,
+        delimiter: Optional[str] = DELIMITER,
         force: bool = FORCE,
     ) -> None:
         _run(problem, input_path, output=output, report=report, sensitive=None,
@@ -696,7 +710,7 @@ def _tr_ta(problem):
              target=target, quality_bound=quality_bound, privacy_threshold=privacy_threshold,
              method=method, forbid_unvisited=forbid_unvisited, user_column=user_column,
              category_column=category_column, rollup_depth=rollup_depth,
-             target_size=target_size)
+             target_size=target_size, input_format=input_format, delimiter=delimiter)
 
     cmd.__doc__ = ("TR: the histogram closest to the target within the quality bound (RO exact, "
                    "RH heuristic; gap to the Lagrangian bound in the private report)."
@@ -727,4 +741,20 @@ def bench(
         raise ParameterError(f"benchmark script {script} not found (run from a source checkout)")
     sys.argv = ([str(script)] + (["--quick"] if quick else [])
                 + (["--only", "h"] if adversary else []))
-    runpy.run_path(str(script), run_name="__main__")
+    import contextlib
+    import io
+
+    from .common import json_mode
+
+    if not json_mode():
+        runpy.run_path(str(script), run_name="__main__")
+        return
+    # the script prints its tables: with --json they become the answer's lines (and stderr)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        runpy.run_path(str(script), run_name="__main__")
+    lines = buf.getvalue().splitlines()
+    for line in lines:
+        status(line)
+    answer({"benchmark": str(script), "quick": bool(quick), "adversary": bool(adversary),
+            "lines": lines})

@@ -590,13 +590,16 @@ class _Progress:
         self.enabled = enabled
         self._p = None
         if enabled:
+            from rich.console import Console
             from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                        TimeElapsedColumn, TimeRemainingColumn)
 
+            # progress is status: on stderr, never mixed with data on stdout (docs/cli.md)
             self._p = Progress(TextColumn("[bold]veil batch[/]"), BarColumn(),
                                MofNCompleteColumn(), TextColumn("buckets"),
                                TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
-                               TextColumn("ETA"), TimeRemainingColumn(), transient=False)
+                               TextColumn("ETA"), TimeRemainingColumn(), transient=False,
+                               console=Console(stderr=True))
             self._p.start()
             self._t = self._p.add_task("job", total=total, completed=done, rate="")
         self.users = 0

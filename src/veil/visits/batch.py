@@ -55,13 +55,15 @@ class UserHistograms:
         return out
 
 
-def _reader(path: str, fmt: str | None) -> str:
+def _reader(path: str, fmt: str | None, delimiter: str | None = None) -> str:
     ext = (fmt or Path(path).suffix.lstrip(".")).lower()
     lit = sql.path(path)
     if ext == "parquet":
         return f"read_parquet({lit})"
     if ext in ("json", "ndjson", "jsonl"):
         return f"read_json_auto({lit})"
+    if delimiter is not None:  # given: used as is (else DuckDB's sniffer finds it)
+        return f"read_csv({lit}, delim={sql.literal(delimiter)}, header=true)"
     if ext in ("tsv", "txt"):
         return f"read_csv({lit}, delim='\t', header=true)"
     return f"read_csv({lit}, header=true)"
@@ -69,7 +71,7 @@ def _reader(path: str, fmt: str | None) -> str:
 
 def load_checkins(path: Any, *, user_column: str = "user",
                   category_column: str = "category", categories: Sequence[str] | None = None,
-                  fmt: str | None = None) -> UserHistograms:
+                  fmt: str | None = None, delimiter: str | None = None) -> UserHistograms:
     """Count check-ins per (user, category) with DuckDB.
 
     Parameters
@@ -80,6 +82,10 @@ def load_checkins(path: Any, *, user_column: str = "user",
         read by DuckDB in place); other columns (e.g. a time) are ignored.
     user_column, category_column : str
         Column names.
+    fmt : str, optional
+        File format (csv, tsv, parquet, json); default from the extension.
+    delimiter : str, optional
+        CSV field delimiter; default: found by DuckDB's sniffer (a tab for .tsv).
     categories : sequence of str, optional
         The category domain (public, e.g. the taxonomy's names or a target's
         categories). Default: the categories present in the file; categories
@@ -124,7 +130,7 @@ def load_checkins(path: Any, *, user_column: str = "user",
         if not p.exists():
             con.close()
             raise DataError("check-in file not found", path=str(p))
-        src = _reader(str(p), fmt)
+        src = _reader(str(p), fmt, delimiter)
     try:
         rel = con.sql(f"SELECT * FROM {src}")
         cols = rel.columns

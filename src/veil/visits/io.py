@@ -24,8 +24,14 @@ def _load_json(p: Path):
         raise DataError(f"not valid JSON: {exc}", path=str(p)) from None
 
 
-def read_profile(path: str | Path, *,
-                 what: str = "histogram") -> tuple[list[str] | None, np.ndarray]:
+def _csv(lit: str, delimiter: str | None) -> str:
+    """DuckDB's CSV reader call (the delimiter sniffed unless given)."""
+    delim = "" if delimiter is None else f", delim={sql.literal(delimiter)}"
+    return f"read_csv({lit}, header=true{delim})"
+
+
+def read_profile(path: str | Path, *, what: str = "histogram", delimiter: str | None = None,
+                 format: str | None = None) -> tuple[list[str] | None, np.ndarray]:
     """Labels and values from a JSON or CSV file.
 
     JSON: ``{"Bar": 3, ...}``, ``{"histogram": {...}}`` or a list of numbers.
@@ -36,7 +42,9 @@ def read_profile(path: str | Path, *,
     p = Path(path)
     if not p.exists():
         raise DataError(f"{what} file not found", path=str(p))
-    if p.suffix.lower() == ".json":
+    if format == "parquet":
+        raise DataError(f"a {what} is a JSON or CSV file, not Parquet", path=str(p))
+    if format == "json" or (format is None and p.suffix.lower() == ".json"):
         data = _load_json(p)
         if isinstance(data, dict) and isinstance(data.get("histogram"), (dict, list)):
             data = data["histogram"]
@@ -56,7 +64,7 @@ def read_profile(path: str | Path, *,
 
     lit = sql.path(p)
     try:
-        rel = duckdb.sql(f"SELECT * FROM read_csv({lit}, header=true)")
+        rel = duckdb.sql(f"SELECT * FROM {_csv(lit, delimiter)}")
         cols = rel.columns
     except duckdb.Error as exc:
         raise DataError(f"cannot read {what}: {str(exc).splitlines()[0]}", path=str(p)) from None
@@ -69,7 +77,7 @@ def read_profile(path: str | Path, *,
     try:
         rows = duckdb.sql(f'SELECT CAST({sql.ident(cat)} AS VARCHAR) AS c, sum(CAST({sql.ident(val)} AS DOUBLE)) '
                           f"AS v, count(*) FILTER (WHERE {sql.ident(val)} IS NULL) AS nn FROM "
-                          f"read_csv({lit}, header=true) GROUP BY 1 ORDER BY 1").fetchall()
+                          f"{_csv(lit, delimiter)} GROUP BY 1 ORDER BY 1").fetchall()
     except duckdb.Error as exc:
         raise DataError(f"column {val!r} must be numeric: {str(exc).splitlines()[0]}",
                         path=str(p), column=val) from None
@@ -80,23 +88,26 @@ def read_profile(path: str | Path, *,
     return [r[0] for r in rows], np.asarray([r[1] for r in rows], dtype=np.float64)
 
 
-def read_histogram(path: str | Path) -> tuple[list[str] | None, np.ndarray]:
+def read_histogram(path: str | Path, *, delimiter: str | None = None,
+                   format: str | None = None) -> tuple[list[str] | None, np.ndarray]:
     """One user's histogram (labels may be None); counts are validated by the solver."""
-    return read_profile(path, what="histogram")
+    return read_profile(path, what="histogram", delimiter=delimiter, format=format)
 
 
-def is_checkin_file(path: str | Path, user_column: str) -> bool:
+def is_checkin_file(path: str | Path, user_column: str, *, delimiter: str | None = None,
+                    format: str | None = None) -> bool:
     """True when ``path`` is a check-in table with a user column (not one histogram)."""
     p = Path(path)
-    if p.suffix.lower() == ".json":
+    kind = format or p.suffix.lower().lstrip(".")
+    if kind == "json":
         return False
-    if p.suffix.lower() == ".parquet":
+    if kind == "parquet":
         return True
     import duckdb
 
     lit = sql.path(p)
     try:
-        cols = duckdb.sql(f"SELECT * FROM read_csv({lit}, header=true) LIMIT 0").columns
+        cols = duckdb.sql(f"SELECT * FROM {_csv(lit, delimiter)} LIMIT 0").columns
     except duckdb.Error:
         return False
     return user_column in cols

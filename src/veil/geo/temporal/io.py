@@ -68,30 +68,44 @@ def _times(col, name: str, path: str) -> np.ndarray:
 
 
 def read_track(path: str | Path, *, time_column: str | None = None,
-               user_column: str | None = "user") -> PointTrack:
-    """Read a ``.plt`` file, or a CSV/Parquet file with ``t`` (or ``time``), ``lat``, ``lon``
-    and optionally ``user`` columns (names are case-insensitive).
+               user_column: str | None = "user", format: str | None = None,
+               delimiter: str | None = None) -> PointTrack:
+    """Read a ``.plt`` file, or a CSV/Parquet/JSON file with ``t`` (or ``time``), ``lat``,
+    ``lon`` and optionally ``user`` columns (names are case-insensitive).
 
     ``time_column`` names the time column explicitly; ``user_column=None`` ignores users.
+    ``format`` (csv, parquet or json) overrides the extension; ``delimiter`` is the CSV field
+    delimiter (default ``,``, a tab for ``.tsv``).
     """
     import pandas as pd
 
     path = Path(path)
     if not path.is_file():
         raise DataError(f"input file {path} does not exist", path=str(path))
-    if path.suffix.lower() == ".plt":
+    if path.suffix.lower() == ".plt" and format is None:
         tr = read_plt(path)
         return PointTrack(tr.t, tr.lat, tr.lon, str(path),
                           np.full(tr.t.size, tr.user or path.stem, dtype=object))
+    kind = format or ("parquet" if path.suffix.lower() in (".parquet", ".pq") else
+                      "json" if path.suffix.lower() in (".json", ".jsonl", ".ndjson") else "csv")
+    sep = delimiter if delimiter is not None else ("\t" if path.suffix.lower() == ".tsv"
+                                                   else ",")
     try:
-        if path.suffix.lower() in (".parquet", ".pq"):
+        if kind == "parquet":
             df = pd.read_parquet(path)
+        elif kind == "json":
+            df = pd.read_json(path, lines=path.suffix.lower() in (".jsonl", ".ndjson"))
         else:
-            df = pd.read_csv(path)
+            df = pd.read_csv(path, sep=sep)
     except (ValueError, OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise DataError(f"cannot parse: {exc}".splitlines()[0], path=str(path)) from None
     cols = {str(c).strip().lower(): c for c in df.columns}
-    if time_column is not None:
+    if len(df.columns) == 1 and kind == "csv":
+        for other in (";", "\t", "|", ",", " "):
+            if other != sep and other in str(df.columns[0]):
+                raise DataError(f"one column {str(df.columns[0])!r}: the header looks "
+                                f"{other!r}-delimited: pass delimiter={other!r} (--delimiter "
+                                "on the command line)", path=str(path))
         if time_column.strip().lower() not in cols:
             raise DataError(f"time column {time_column!r} not found (columns: "
                             f"{list(df.columns)})", path=str(path), column=time_column)
