@@ -351,3 +351,53 @@ def test_the_delimiter_hint_names_an_option_the_command_has(path):
 
 def test_listing_helper_is_used():  # keep the shared helper import honest
     assert listing(Path(__file__).parent / "cli")
+
+
+# --------------------------------------------------------------------------- inputs/outputs
+def test_constraints_check_takes_the_table_as_input_and_the_old_form_warns(tmp_path):
+    write_csv(tmp_path / "t.csv", ["age", "sex"], [[1, "F"], [2, "F"], [3, "M"]])
+    (tmp_path / "c.txt").write_text("sex=F: 2..\n")
+    new = run_veil(["table", "constraints", "check", "t.csv", "--constraints", "c.txt"],
+                   tmp_path)
+    old = run_veil(["table", "constraints", "check", "c.txt", "--table", "t.csv"], tmp_path)
+    assert new.code == old.code == 0, (new.err, old.err)
+    assert new.out == old.out and "1/1 constraints hold" in new.out
+    assert "deprecated" in old.err and "deprecated" not in new.err
+    both = run_veil(["table", "constraints", "check", "t.csv", "--constraints", "c.txt",
+                     "--table", "t.csv"], tmp_path)
+    assert both.code == 2 and "--table is the old spelling" in both.err
+    none = run_veil(["table", "constraints", "check", "t.csv"], tmp_path)
+    assert none.code == 2 and "--constraints is required" in none.err
+
+
+@pytest.mark.parametrize("argv", [
+    ["batch", "counts", "checkins.csv", "-o", "a/b/c", "--categories", "Bar", "-e", "1"],
+    ["batch", "visits", "checkins.csv", "-o", "a/b/c", "--categories", "Bar,Park",
+     "--sensitive", "Park"],
+    ["demo", "-o", "a/b", "--quick"],
+    ["histogram", "publish", "checkins.csv", "-c", "user", "-o", "a/b/h.csv", "-e", "1",
+     "--bins", "0:1:2"],
+], ids=lambda a: " ".join(a[:2]))
+def test_an_output_in_a_missing_folder_is_refused_everywhere(argv, tmp_path):
+    _checkins(tmp_path)
+    res = run_veil(argv, tmp_path)
+    assert res.code == 2 and "does not exist" in res.err, res.err
+    assert not (tmp_path / "a").exists()
+
+
+def test_a_semicolon_file_gets_a_delimiter_hint_that_works(tmp_path, repeat_releases):
+    """The hint names --delimiter; passing it reads the file."""
+    (tmp_path / "v.csv").write_text("age;sex\n30;F\n40;M\n")
+    argv = ["histogram", "publish", "v.csv", "-c", "age", "--bins", "0:100:4", "-e", "1",
+            "-o", "h.csv"]
+    res = run_veil(argv, tmp_path)
+    assert res.code == 2 and "--delimiter" in res.err, res.err
+    res = run_veil([*argv, "--delimiter", ";"], tmp_path)
+    assert res.code == 0, res.err
+    (tmp_path / "t.csv").write_text("user;t;lat;lon\nu1;0;39.9;116.3\nu1;60;39.91;116.32\n")
+    res = run_veil(["trajectory", "model", "t.csv", "--grid", "beijing:5", "-o", "m.npz"],
+                   tmp_path)
+    assert res.code == 2 and "--delimiter" in res.err, res.err
+    res = run_veil(["trajectory", "model", "t.csv", "--grid", "beijing:5", "-o", "m.npz",
+                    "--delimiter", ";"], tmp_path)
+    assert res.code == 0, res.err

@@ -44,9 +44,9 @@ def _commands(text: str):
 
 
 def _click_root():
-    from veil.cli import app
+    from veil.cli import command
 
-    return typer.main.get_command(app)
+    return command()  # with the options every command gets (--quiet, --json, aliases)
 
 
 def _resolve(root, tokens):

@@ -268,7 +268,7 @@ def _cmd_risk(f, pick):
 
 
 def _cmd_check(f, pick):
-    return ["table", "constraints", "check", "cons.txt", "--table", f], []
+    return ["table", "constraints", "check", f, "--constraints", "cons.txt"], []
 
 
 def _cmd_map_publish(f, pick):

@@ -35,7 +35,9 @@ def test_batch_counts_end_to_end_and_refusals(tmp_path):
               "-e", "0.5", "--user-column", "person", "--category-column", "cat", "--quiet",
               env_extra=env)
     assert r.returncode == 0, r.stderr
-    assert "300 users" in r.stdout
+    assert r.stdout == "" and r.stderr == ""  # --quiet: no status line, and no data on stdout
+    r = _veil("batch", "status", str(tmp_path / "out"), "--json")
+    assert json.loads(r.stdout)["state"] == "complete", r.stderr
     man = json.loads((tmp_path / "out" / "_manifest.json").read_text())
     assert man["epsilon_per_user"] == 0.5 and man["status"] == "complete"
     r2 = _veil("batch", "counts", str(inp), "-o", str(tmp_path / "out2"), "--categories", "a,b",
@@ -164,7 +166,7 @@ def test_status_and_discard_on_the_command_line(tmp_path):
     d = _veil("batch", "discard", str(out))
     assert d.returncode == 2 and "--yes" in d.stderr
     d = _veil("batch", "discard", str(out), "--yes")
-    assert d.returncode == 0 and "3 finished bucket(s) deleted" in d.stdout
+    assert d.returncode == 0 and "3 finished bucket(s) deleted" in d.stderr and d.stdout == ""
     assert _veil("batch", "status", str(out)).returncode == 5
     assert jobrun(spec, env).returncode == 0
     s = _veil("batch", "status", str(out))

@@ -101,8 +101,12 @@ def test_trajectory_risk_cli_before_and_after(tmp_path, capsys):
     out = tmp_path / "risk.json"
     assert _run(["trajectory", "risk", src, rel, "--grid", grid, "--attack", "all", "--k", 3,
                  "--seed", 1, "-o", out]) == 0
-    res = json.loads(capsys.readouterr().out)
-    assert res == json.loads(out.read_text())
+    cap = capsys.readouterr()
+    assert cap.out == "" and f"wrote {out}" in cap.err  # -o: the result goes to the file
+    res = json.loads(out.read_text())
+    assert _run(["trajectory", "risk", src, rel, "--grid", grid, "--attack", "all", "--k", 3,
+                 "--seed", 1]) == 0                     # without -o: on stdout, the same
+    assert json.loads(capsys.readouterr().out) == res
     for a in ("location", "sequence", "frequency"):
         b, f = res["attacks"][a]["before"], res["attacks"][a]["after"]
         assert b["n_users"] == f["n_users"] == 20

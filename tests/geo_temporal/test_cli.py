@@ -211,6 +211,7 @@ def test_time_alias_and_explicit_time_column(tmp_path, model_path):
 def test_model_with_no_point_in_the_grid_is_an_error(tmp_path, capsys):
     src = _synth(tmp_path)                                    # the synthetic city, not Beijing
     out = tmp_path / "m.npz"
+    capsys.readouterr()
     assert _run(["trajectory", "model", src, "-o", out]) == 2    # default --grid beijing
     err = capsys.readouterr().err
     assert "no point falls inside the grid" in err and "--grid" in err

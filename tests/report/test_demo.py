@@ -201,7 +201,8 @@ def test_cli_demo_and_report(tmp_path, monkeypatch, capsys):
     from veil.cli import main
 
     main(["demo", "--output", str(out), "--quick", "--seed", "3"])  # returns normally
-    assert "report written to" in capsys.readouterr().out
+    cap = capsys.readouterr()
+    assert "report written to" in cap.err and cap.out == ""  # a status line: stderr
     assert "seed 3" in (out / "index.html").read_text(encoding="utf-8")
     (out / "index.html").unlink()
     main(["report", str(out)])

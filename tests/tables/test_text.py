@@ -200,13 +200,13 @@ def test_check_absent_value_counts_zero_defect4(tmp_path, capsys):
     t.write_text("sex,age\n*,1\n*,1\nF,2\nF,2\n")
     c = tmp_path / "c.txt"
     c.write_text("sex=X: 0..0\nsex=F: 2..2\n")
-    assert run(["table", "constraints", "check", str(c), "--table", str(t)]) == 0
+    assert run(["table", "constraints", "check", str(t), "--constraints", str(c)]) == 0
     cap = capsys.readouterr()
     assert "value 'X' does not occur" in cap.err and "2/2 constraints hold" in cap.out
     c.write_text("sex=X: 5..\n")
-    assert run(["table", "constraints", "check", str(c), "--table", str(t)]) == 1
+    assert run(["table", "constraints", "check", str(t), "--constraints", str(c)]) == 1
     c.write_text("gender=X: 5..\n")
-    assert run(["table", "constraints", "check", str(c), "--table", str(t)]) == 2
+    assert run(["table", "constraints", "check", str(t), "--constraints", str(c)]) == 2
 
 
 def test_paths_are_literal_in_every_read_defect2(tmp_path):
@@ -268,7 +268,7 @@ def test_hostile_and_case_colliding_names_through_the_cli(tmp_path, capsys):
     t.write_text('"we""ird col",Sex,sex\nit\'s,F,M\nit\'s,F,M\nx,M,M\n')
     c = tmp_path / "c.txt"
     c.write_text('"we\\"ird col"="it\'s": 2..2\nSex=F: 2..2\nsex=M: 3..3\n')
-    assert run(["table", "constraints", "check", str(c), "--table", str(t), "--show-sql"]) == 0
+    assert run(["table", "constraints", "check", str(t), "--constraints", str(c), "--show-sql"]) == 0
     out = capsys.readouterr().out
     assert "3/3 constraints hold" in out and '"c0"' in out  # positional names in the SQL
     o = tmp_path / "o.csv"

@@ -75,8 +75,10 @@ def _sequences(inputs, grid, time_column, user_column, **read_opts):
                               np.concatenate([t.lat for t in tracks]),
                               np.concatenate([t.lon for t in tracks]), "")
             raise DataError(no_point_in_grid_message(allt, grid))
+        import json
+
         raise DataError(f"no point of the inputs falls inside the grid "
-                        f"{grid.to_dict()}; pass a public --grid that covers them")
+                        f"{json.dumps(grid.to_dict())}; pass a public --grid that covers them")
     return seqs, n_points, n_inside
 
 

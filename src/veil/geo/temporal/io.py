@@ -106,6 +106,7 @@ def read_track(path: str | Path, *, time_column: str | None = None,
                 raise DataError(f"one column {str(df.columns[0])!r}: the header looks "
                                 f"{other!r}-delimited: pass delimiter={other!r} (--delimiter "
                                 "on the command line)", path=str(path))
+    if time_column is not None:
         if time_column.strip().lower() not in cols:
             raise DataError(f"time column {time_column!r} not found (columns: "
                             f"{list(df.columns)})", path=str(path), column=time_column)
