@@ -7,7 +7,6 @@ import shlex
 from pathlib import Path
 
 import pytest
-import typer
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
