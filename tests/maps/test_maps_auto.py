@@ -15,7 +15,8 @@ from scipy import stats
 
 from veil.errors import ParameterError
 from veil.maps import publish
-from veil.maps.auto import (AUTO_SCALE_FRACTION, FEATURE_FRACTION, RULE, apply_rule,
+from veil.maps.auto import (AUTO_SCALE_FRACTION, DAWA_MAX_CELLS, FEATURE_FRACTION, RULE,
+                            apply_rule,
                             auto_selection, choose_method, coarse_entropy, signal)
 from veil.random import make_rng
 
@@ -35,6 +36,12 @@ def test_rule_branches():
                          occupancy=r["dawa_occupancy"])[0] == "dawa2d"
     with pytest.raises(ParameterError, match="occupancy"):
         choose_method(rows=256, cols=256, epsilon=1.0, scale=hi)
+    # above DAWA_MAX_CELLS no occupancy is needed nor used: HDMM
+    big = 1024
+    assert big * big > DAWA_MAX_CELLS
+    assert choose_method(rows=big, cols=big, epsilon=1.0, scale=hi * 16)[0] == "hdmm"
+    assert choose_method(rows=big, cols=big, epsilon=1.0, scale=hi * 16, occupancy=0.0)[0] \
+        == "hdmm"
     mid = _scale(math.sqrt(r["hdmm_mid_signal"] * r["hdmm_above"]))
     assert choose_method(rows=256, cols=256, epsilon=1.0, scale=mid,
                          entropy=r["hdmm_entropy"] + 0.01)[0] == "hdmm"
@@ -85,6 +92,11 @@ def test_release_records_the_split():
     assert math.fsum(r.budget_split.values()) == pytest.approx(1.0)
     assert r.budget_split["scale"] == pytest.approx(AUTO_SCALE_FRACTION)
     assert r.budget_split["occupancy"] == pytest.approx(FEATURE_FRACTION)
+    # a grid above DAWA_MAX_CELLS: no occupancy bought, HDMM with the rest
+    sel = auto_selection(np.zeros((600, 600), dtype=np.int64), epsilon=1.0, sensitivity=1,
+                         scale=1e8, rng=make_rng(seed=1))
+    assert sel["method"][0] == "hdmm" and sel["eps_occupancy"][0] == 0.0
+    assert np.isnan(sel["occupancy"][0])
 
 
 def test_selection_stage_matches_release():

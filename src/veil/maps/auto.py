@@ -18,7 +18,7 @@ the chosen mechanism (sequential composition; the release records every share):
    Laplace; one person changes at most ``s`` cells from empty to non-empty, or back), divided
    by the number of cells (:func:`occupancy_feature`). Low occupancy: a very sparse map, whose
    non-empty cells DAWA-2D's partition isolates while it merges the empty runs of the Hilbert
-   order.
+   order. Only on grids of at most :data:`DAWA_MAX_CELLS` cells (a public condition).
 
 Then (thresholds in :data:`RULE`, fitted on DPBench's 2-D data by :func:`fit_rule`):
 
@@ -49,7 +49,7 @@ from ._common import as_budget, check_sensitivity, grid_dims, noisy
 
 __all__ = ["RULE", "AUTO_SCALE_FRACTION", "FEATURE_FRACTION", "FEATURE_SIDE", "FEATURE_CUT",
            "choose_method", "publish_auto", "signal", "coarse_entropy", "occupancy_feature",
-           "auto_selection", "fit_rule", "apply_rule", "OCCUPANCY_GRID"]
+           "auto_selection", "fit_rule", "apply_rule", "OCCUPANCY_GRID", "DAWA_MAX_CELLS"]
 
 #: share of epsilon for the noisy number of points (when no public scale is given)
 AUTO_SCALE_FRACTION = 0.02
@@ -60,6 +60,11 @@ FEATURE_FRACTION = 0.03
 FEATURE_SIDE = 16
 #: blocks whose noisy count is at most FEATURE_CUT noise scales count as empty
 FEATURE_CUT = 3.0
+
+#: DAWA-2D is a candidate (and the occupancy feature bought) only on grids of at most this many
+#: cells: its run time and memory grow with the cells (0.5 s and 0.23 GB peak at 256 x 256,
+#: 3 s at 512 x 512, 10 s and 0.9 GB at 1024 x 1024), and the rule was fitted at 256 x 256
+DAWA_MAX_CELLS = 512 * 512
 
 #: candidates of ``dawa_occupancy`` for :func:`fit_rule` (-1: no DAWA-2D; else 0 to 10 % of the
 #: cells non-empty, in steps of 0.25 %), fixed before the fit
@@ -159,7 +164,7 @@ def auto_selection(x: np.ndarray, *, epsilon: float, sensitivity: int, rng, scal
     where it was not bought), ``method``, and the epsilon spent on the count (``eps_scale``),
     on the concentration feature (``eps_feature``, 0 where none was bought) and on the
     occupancy feature (``eps_occupancy``, idem). A rule without ``dawa_occupancy`` buys no
-    occupancy feature.
+    occupancy feature, nor does a grid of more than :data:`DAWA_MAX_CELLS` cells.
 
     Why it is DP: the count is a discrete Laplace release of a sum (L1 sensitivity ``s``) with
     ``scale_fraction * eps``; whether the feature is bought is a function of that release;
@@ -197,7 +202,8 @@ def auto_selection(x: np.ndarray, *, epsilon: float, sensitivity: int, rng, scal
             y = noisy(np.broadcast_to(blocks, (k, *blocks.shape)), e_f, fs, rng)[0]
         ent[need] = coarse_entropy(y, s / e_f)
     occ = np.full(nb, np.nan)
-    high = ~need if "dawa_occupancy" in rule else np.zeros(nb, dtype=bool)
+    high = (~need if "dawa_occupancy" in rule and rows * cols <= DAWA_MAX_CELLS
+            else np.zeros(nb, dtype=bool))
     if high.any():
         occ[high] = occupancy_feature(x, epsilon=e_f, sensitivity=s, rng=rng,
                                       batch=int(high.sum()), from_true=feature_from_true,
@@ -246,7 +252,7 @@ def choose_method(*, rows: int, cols: int, epsilon: float, scale: float,
 
     ``entropy`` is the concentration feature (:func:`coarse_entropy`); it is needed only when
     the signal is at most ``RULE['hdmm_above']``; ``occupancy`` (the share of non-empty cells,
-    :func:`occupancy_feature`) only above.
+    :func:`occupancy_feature`) only above, on grids of at most :data:`DAWA_MAX_CELLS` cells.
 
     Examples
     --------
@@ -267,11 +273,14 @@ def choose_method(*, rows: int, cols: int, epsilon: float, scale: float,
     if sig <= r["hdmm_above"] and entropy is None:
         raise ParameterError(f"signal per cell {sig:.3g} <= {r['hdmm_above']:g}: the rule "
                              "needs the concentration feature (entropy)")
-    if sig > r["hdmm_above"] and "dawa_occupancy" in r and occupancy is None:
+    if sig > r["hdmm_above"] and "dawa_occupancy" in r and occupancy is None and \
+            rows * cols <= DAWA_MAX_CELLS:
         raise ParameterError(f"signal per cell {sig:.3g} > {r['hdmm_above']:g}: the rule "
                              "needs the occupancy feature (share of non-empty cells)")
     ent = np.nan if entropy is None else float(entropy)
     occ = np.nan if occupancy is None else float(occupancy)
+    if rows * cols > DAWA_MAX_CELLS:
+        occ = np.nan
     method = str(apply_rule(np.array([sig]), np.array([ent]), r, occupancy=np.array([occ]))[0])
     return method, _reason(sig, ent, method, r, occ)
 
@@ -280,7 +289,8 @@ def _reason(sig: float, ent: float, method: str, r: dict, occ: float = float("na
     head = f"signal per cell eps*N/(s*cells) = {sig:.3g}"
     if sig > r["hdmm_above"]:
         if not np.isfinite(occ):
-            return f"{head} > {r['hdmm_above']:g}: {method}"
+            return (f"{head} > {r['hdmm_above']:g} (no occupancy feature: DAWA-2D is a "
+                    f"candidate only up to {DAWA_MAX_CELLS} cells): {method}")
         return (f"{head} > {r['hdmm_above']:g}, share of non-empty cells {occ:.4f} (dawa2d if "
                 f"<= {r['dawa_occupancy']:g}, else hdmm): {method}")
     return (f"{head} <= {r['hdmm_above']:g}, coarse entropy {ent:.3f} (privtree if signal >= "
