@@ -95,7 +95,9 @@ def _accuracy(a):
     from veil.maps.bench import accuracy_table
 
     rows, table = accuracy_table(runs=a.runs, datasets=a.datasets, methods=a.methods,
-                                 scales=tuple(int(float(s)) for s in a.scales))
+                                 scales=tuple(int(float(s)) for s in a.scales), seed=a.seed,
+                                 params={"auto": {"rule": json.loads(a.auto_rule)}}
+                                 if a.auto_rule else None)
     print(table)
     if a.json:
         Path(a.json).write_text(json.dumps([r.to_dict() for r in rows], indent=1))
@@ -153,6 +155,10 @@ def main(argv=None) -> int:
     p.add_argument("--scales", nargs="*", default=["1e4", "1e6", "1e8"])
     p.add_argument("--methods", nargs="*", default=None,
                    help="a subset of the methods (default: all, auto and hb-flat)")
+    p.add_argument("--seed", type=int, default=0, help="the experiment's seed (tables: 0)")
+    p.add_argument("--auto-rule", default=None,
+                   help="auto's thresholds as JSON (default: the shipped RULE); a rule without "
+                        "dawa_occupancy is auto before its DAWA-2D branch")
     p.add_argument("--json", default=None)
     p = sub.add_parser("table")
     p.add_argument("files", nargs="+", help="accuracy --json outputs to merge")

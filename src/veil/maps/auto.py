@@ -1,7 +1,8 @@
 """``method='auto'``: a public rule that picks a map mechanism from DP estimates of the data.
 
-The rule reads only public quantities and two DP estimates, measured first and composed with
-the chosen mechanism (sequential composition; the release records every share):
+The rule reads only public quantities and two DP estimates (the count and one of two
+features), measured first and composed with the chosen mechanism (sequential composition; the
+release records every share):
 
 1. the number of points ``N``: a public ``scale`` when the caller has one, else a noisy count
    bought with :data:`AUTO_SCALE_FRACTION` of epsilon (reused by AG, so paid once). With it,
@@ -20,7 +21,9 @@ the chosen mechanism (sequential composition; the release records every share):
    non-empty cells DAWA-2D's partition isolates while it merges the empty runs of the Hilbert
    order. Only on grids of at most :data:`DAWA_MAX_CELLS` cells (a public condition).
 
-Then (thresholds in :data:`RULE`, fitted on DPBench's 2-D data by :func:`fit_rule`):
+Then (thresholds in :data:`RULE`, fitted on DPBench's 2-D data by :func:`fit_rule`; DAWA-2D
+never wins on those maps, so ``dawa_occupancy`` is only the middle of the values they leave
+undecided, see docs/maps.md):
 
 * ``sigma > hdmm_above`` and occupancy ``<= dawa_occupancy``: **DAWA-2D** (a very sparse map);
 * ``sigma > hdmm_above``: **HDMM** (its data-independent error is the lowest once the counts

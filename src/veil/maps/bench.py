@@ -56,11 +56,13 @@ def format_rows(rows, methods) -> str:
 
 
 def accuracy_table(*, runs: int = 10, scales=(10**4, 10**6, 10**8), epsilons=(0.1, 1.0),
-                   datasets: str = "all", methods=None, seed: int = 0, log=print):
+                   datasets: str = "all", methods=None, seed: int = 0, params=None,
+                   log=print):
     """Run the DPBench 2-D protocol; returns ``(rows, markdown)``.
 
     ``datasets``: ``'dpbench'``, ``'real'`` (held-out maps from the shared point files) or
-    ``'all'``. Seeded: an experiment, not a release.
+    ``'all'``. ``params``: extra keyword arguments per method (e.g. ``{'auto': {'rule': ...}}``
+    to evaluate another rule on the same draws). Seeded: an experiment, not a release.
     """
     from ..random import make_rng
     from .api import MECHANISMS
@@ -77,7 +79,7 @@ def accuracy_table(*, runs: int = 10, scales=(10**4, 10**6, 10**8), epsilons=(0.
         f"{machine_note()}")
     t0 = time.perf_counter()
     rows = evaluate(shapes, methods=methods, epsilons=epsilons, scales=scales, runs=runs,
-                    rng=make_rng(seed=seed), progress=lambda m: log(f"  {m}"))
+                    rng=make_rng(seed=seed), params=params, progress=lambda m: log(f"  {m}"))
     log(f"# took {time.perf_counter() - t0:.0f} s")
     return rows, format_rows(rows, methods)
 
