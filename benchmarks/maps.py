@@ -39,11 +39,11 @@ def _evaluate_rule(runs, rule):
     from veil.maps.auto import fit_rule
 
     grid = {k: [v] for k, v in rule.items()}
-    return fit_rule(runs, grid=grid)[1]
+    return fit_rule(runs, grid=grid, reference=("ag", "privtree", "hdmm", "ug", "dawa2d"))[1]
 
 
 def _fit(a):
-    from veil.maps.auto import RULE, fit_rule
+    from veil.maps.auto import OCCUPANCY_GRID, RULE, fit_rule
     from veil.maps.bench import auto_runs, machine_note, training_shapes
 
     if a.from_json:
@@ -65,16 +65,18 @@ def _fit(a):
         if a.json:
             Path(a.json).write_text(json.dumps(runs))
     t0 = time.perf_counter()
-    rule, rep = fit_rule(runs)
+    ref = ("ag", "privtree", "hdmm", "ug", "dawa2d")
+    rule, rep = fit_rule(runs, reference=ref, occupancy_grid=OCCUPANCY_GRID)
     print(f"# grid search took {time.perf_counter() - t0:.0f} s")
     print(f"fitted on every training map: {rule}; {rep['over_target']} of "
-          f"{len(rep['ratios'])} settings above 1.15, worst {rep['worst']:.3f}")
+          f"{len(rep['ratios'])} settings above 1.15, worst {rep['worst']:.3f}; "
+          f"dawa_occupancy tied over {rep['tied_occupancy']}")
     print(f"shipped RULE = {RULE}")
     fams = sorted({_family(r["setting"]) for r in runs})
     for held in fams:
         tr = [r for r in runs if _family(r["setting"]) != held]
         te = [r for r in runs if _family(r["setting"]) == held]
-        r1, _ = fit_rule(tr)
+        r1, _ = fit_rule(tr, reference=ref, occupancy_grid=OCCUPANCY_GRID)
         ev = _evaluate_rule(te, r1)
         full = {k: v for k, v in ev["ratios"].items() if k[0] == held}
         print(f"leave-one-dataset-out: fitted without {held}: {r1}")
@@ -93,7 +95,9 @@ def _accuracy(a):
     from veil.maps.bench import accuracy_table
 
     rows, table = accuracy_table(runs=a.runs, datasets=a.datasets, methods=a.methods,
-                                 scales=tuple(int(float(s)) for s in a.scales))
+                                 scales=tuple(int(float(s)) for s in a.scales), seed=a.seed,
+                                 params={"auto": {"rule": json.loads(a.auto_rule)}}
+                                 if a.auto_rule else None)
     print(table)
     if a.json:
         Path(a.json).write_text(json.dumps([r.to_dict() for r in rows], indent=1))
@@ -151,6 +155,10 @@ def main(argv=None) -> int:
     p.add_argument("--scales", nargs="*", default=["1e4", "1e6", "1e8"])
     p.add_argument("--methods", nargs="*", default=None,
                    help="a subset of the methods (default: all, auto and hb-flat)")
+    p.add_argument("--seed", type=int, default=0, help="the experiment's seed (tables: 0)")
+    p.add_argument("--auto-rule", default=None,
+                   help="auto's thresholds as JSON (default: the shipped RULE); a rule without "
+                        "dawa_occupancy is auto before its DAWA-2D branch")
     p.add_argument("--json", default=None)
     p = sub.add_parser("table")
     p.add_argument("files", nargs="+", help="accuracy --json outputs to merge")

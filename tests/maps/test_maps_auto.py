@@ -1,7 +1,8 @@
-"""``auto``: the rule, the release's budget split, and the concentration feature's statistics.
+"""``auto``: the rule, the release's budget split, and the features' statistics.
 
-The DP part (noisy count and feature) is audited with its canaries in test_maps_audits.py
-(``auto/selection``, ``auto/feature-from-true-counts``, ``auto/feature-sensitivity-one``).
+The DP part (noisy count and features) is audited with its canaries in test_maps_audits.py
+(``auto/selection``, ``auto/feature-from-true-counts``, ``auto/feature-sensitivity-one``;
+``auto/occupancy``, ``auto/occupancy-from-true-counts``, ``auto/occupancy-sensitivity-one``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from scipy import stats
 
 from veil.errors import ParameterError
 from veil.maps import publish
-from veil.maps.auto import (AUTO_SCALE_FRACTION, FEATURE_FRACTION, RULE, apply_rule,
+from veil.maps.auto import (AUTO_SCALE_FRACTION, DAWA_MAX_CELLS, FEATURE_FRACTION, RULE,
+                            apply_rule,
                             auto_selection, choose_method, coarse_entropy, signal)
 from veil.random import make_rng
 
@@ -28,7 +30,18 @@ def _scale(sig, eps=1.0):
 def test_rule_branches():
     r = RULE
     hi = _scale(2 * r["hdmm_above"])
-    assert choose_method(rows=256, cols=256, epsilon=1.0, scale=hi)[0] == "hdmm"
+    assert choose_method(rows=256, cols=256, epsilon=1.0, scale=hi,
+                         occupancy=r["dawa_occupancy"] + 0.01)[0] == "hdmm"
+    assert choose_method(rows=256, cols=256, epsilon=1.0, scale=hi,
+                         occupancy=r["dawa_occupancy"])[0] == "dawa2d"
+    with pytest.raises(ParameterError, match="occupancy"):
+        choose_method(rows=256, cols=256, epsilon=1.0, scale=hi)
+    # above DAWA_MAX_CELLS no occupancy is needed nor used: HDMM
+    big = 1024
+    assert big * big > DAWA_MAX_CELLS
+    assert choose_method(rows=big, cols=big, epsilon=1.0, scale=hi * 16)[0] == "hdmm"
+    assert choose_method(rows=big, cols=big, epsilon=1.0, scale=hi * 16, occupancy=0.0)[0] \
+        == "hdmm"
     mid = _scale(math.sqrt(r["hdmm_mid_signal"] * r["hdmm_above"]))
     assert choose_method(rows=256, cols=256, epsilon=1.0, scale=mid,
                          entropy=r["hdmm_entropy"] + 0.01)[0] == "hdmm"
@@ -47,6 +60,8 @@ def test_rule_branches():
     sig = np.array([2 * r["hdmm_above"], r["privtree_min_signal"] * 1.5, 1e-4])
     ent = np.array([np.nan, 0.0, 1.0])
     assert apply_rule(sig, ent).tolist() == ["hdmm", "privtree", "ag"]
+    occ = np.array([r["dawa_occupancy"], np.nan, np.nan])
+    assert apply_rule(sig, ent, occupancy=occ).tolist() == ["dawa2d", "privtree", "ag"]
 
 
 def test_release_records_the_split():
@@ -59,12 +74,29 @@ def test_release_records_the_split():
     assert r.parameters["chosen"] == "privtree" and r.mechanism == "privtree"
     assert 0.0 <= r.parameters["auto_entropy"] <= RULE["privtree_entropy"]
     assert any(n.startswith("auto: signal per cell") for n in r.notes)
-    # a public scale far above the noise: nothing spent on the count nor on the feature
+    # a public scale far above the noise: nothing spent on the count nor on the entropy; the
+    # occupancy feature is bought (every cell is non-empty: HDMM)
     r = publish(np.full((32, 32), 10**6), epsilon=1.0, method="auto", scale=1.024e9,
                 rng=make_rng(seed=1))
     assert r.parameters["chosen"] == "hdmm" and r.parameters["auto_entropy"] is None
-    assert set(r.budget_split) == {"hdmm:measurements"}
-    assert r.budget_split["hdmm:measurements"] == pytest.approx(1.0)
+    assert r.parameters["auto_occupancy"] > 0.9
+    assert set(r.budget_split) == {"occupancy", "hdmm:measurements"}
+    assert r.budget_split["occupancy"] == pytest.approx(FEATURE_FRACTION)
+    assert r.budget_split["hdmm:measurements"] == pytest.approx(1.0 - FEATURE_FRACTION)
+    # a very sparse map at high signal: DAWA-2D, and every share recorded
+    y = np.zeros((128, 128), dtype=np.int64)
+    y[::32, ::32] = 10**6     # 16 of 16,384 cells
+    r = publish(y, epsilon=1.0, method="auto", rng=make_rng(seed=2))
+    assert r.parameters["chosen"] == "dawa2d" and r.mechanism == "dawa2d"
+    assert r.parameters["auto_occupancy"] <= RULE["dawa_occupancy"]
+    assert math.fsum(r.budget_split.values()) == pytest.approx(1.0)
+    assert r.budget_split["scale"] == pytest.approx(AUTO_SCALE_FRACTION)
+    assert r.budget_split["occupancy"] == pytest.approx(FEATURE_FRACTION)
+    # a grid above DAWA_MAX_CELLS: no occupancy bought, HDMM with the rest
+    sel = auto_selection(np.zeros((600, 600), dtype=np.int64), epsilon=1.0, sensitivity=1,
+                         scale=1e8, rng=make_rng(seed=1))
+    assert sel["method"][0] == "hdmm" and sel["eps_occupancy"][0] == 0.0
+    assert np.isnan(sel["occupancy"][0])
 
 
 def test_selection_stage_matches_release():
@@ -110,4 +142,33 @@ def test_feature_separates_concentrated_from_spread_maps():
     # power: with the feature's noise 2000x too large (calibrated to 2000 points per person
     # in a record-level release), the concentrated map no longer reads as concentrated
     k = rate(conc, lo, feature_sensitivity=2000)
+    assert stats.binomtest(k, n, 0.99, alternative="less").pvalue < ALPHA, k
+
+
+def test_occupancy_separates_sparse_from_filled_maps():
+    """At high signal (eps 1, N = 10^8 on 256 x 256) the noisy occupancy of a map with non-empty
+    cells on 0.3x the threshold's share reads at or below the threshold (DAWA-2D), and of a map
+    with 3x the threshold's share above it (HDMM). Binomial tests at alpha 1e-6 that both
+    rates exceed 0.99; power: the same test rejects a twin whose occupancy noise is calibrated
+    to 300 points per person in a record-level release (300x too large)."""
+    t = RULE["dawa_occupancy"]
+    g = np.random.default_rng(5)
+
+    def filled(share):
+        x = np.zeros(CELLS, dtype=np.int64)
+        k = int(share * CELLS)
+        x[g.choice(CELLS, size=k, replace=False)] = 10**8 // k
+        return x.reshape(256, 256)
+
+    sparse, dense = filled(0.3 * t), filled(3 * t)
+    n = 300
+
+    def rate(x, **kw):
+        sel = auto_selection(x, epsilon=1.0, sensitivity=1, rng=make_rng(seed=8), batch=n,
+                             **kw)
+        return int(np.sum(sel["method"] == ("dawa2d" if x is sparse else "hdmm")))
+
+    for k in (rate(sparse), rate(dense)):
+        assert stats.binomtest(k, n, 0.99, alternative="less").pvalue > ALPHA, k
+    k = rate(sparse, feature_sensitivity=300)
     assert stats.binomtest(k, n, 0.99, alternative="less").pvalue < ALPHA, k

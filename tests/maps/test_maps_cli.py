@@ -74,7 +74,7 @@ def _mask_dp(meta):
     m = json.loads(json.dumps(meta))
     p = m["parameters"]
     for k in ("leaves", "scale_rule", "auto_rule", "chosen", "m", "m1", "blocks", "auto_signal",
-              "auto_entropy"):
+              "auto_entropy", "auto_occupancy"):
         p.pop(k, None)
     m["notes"] = [n for n in m["notes"] if not n.startswith(("scale:", "auto:"))]
     return m

@@ -346,6 +346,62 @@ def canary_auto_feature_sensitivity_one(seed: int = 41, n: int | None = None
                   n=n)
 
 
+# auto's high-signal branch: the noisy count, then the occupancy feature (noisy number of
+# non-empty cells); the person's M points land one each in M empty cells, which moves the count
+# and the number of non-empty cells by M each (the worst case of both); half of the selection's
+# epsilon for each
+_OC_A = np.array([[5, 0, 3, 0],
+                  [0, 4, 0, 2],
+                  [6, 0, 0, 0],
+                  [0, 0, 7, 3]], dtype=np.int64)
+_OC_B = _OC_A.copy()
+_OC_B[0, 1] += 1
+_OC_B[0, 3] += 1
+_OC_B[1, 0] += 1
+_OC_RULE = {**_AU_RULE, "hdmm_above": -1.0, "dawa_occupancy": 0.5}
+
+
+def _auto_occ(x, *, from_true=False, feature_sensitivity=None):
+    from .auto import auto_selection
+
+    def sample(n, g):
+        sel = auto_selection(x, epsilon=EPS, sensitivity=M, rng=g, batch=n, rule=_OC_RULE,
+                             scale_fraction=0.5, feature_fraction=0.5,
+                             feature_from_true=from_true,
+                             feature_sensitivity=feature_sensitivity)
+        code = (sel["method"] == "dawa2d").astype(np.float64)
+        return np.column_stack((sel["n"], sel["occupancy"] * x.size, code))
+    return sample
+
+
+def _occ_events():
+    ev: list[Event] = []
+    ev += events_threshold(lambda v: v[:, 0], np.arange(10.0, 56.0, 1.0), "n")
+    ev += events_threshold(lambda v: v[:, 1], np.arange(-0.5, 16.6, 1.0), "non-empty cells")
+    ev.append(Event("chose dawa2d", lambda v: v[:, 2] == 1.0))
+    return ev
+
+
+def audit_auto_occupancy(seed: int = 42, n: int | None = None) -> AuditResult:
+    """``auto``'s DP part above the signal threshold: the noisy count and the occupancy."""
+    return _audit(_auto_occ(_OC_A), _auto_occ(_OC_B), seed=seed, events=_occ_events(), n=n)
+
+
+def canary_auto_occupancy_from_true_counts(seed: int = 42, n: int | None = None
+                                           ) -> AuditResult:
+    """Broken: the number of non-empty cells taken from the TRUE counts (no noise)."""
+    return _audit(_auto_occ(_OC_A, from_true=True), _auto_occ(_OC_B, from_true=True),
+                  seed=seed, events=_occ_events(), n=n)
+
+
+def canary_auto_occupancy_sensitivity_one(seed: int = 42, n: int | None = None
+                                          ) -> AuditResult:
+    """Broken: the occupancy's noise calibrated to one point while a person fills M cells."""
+    return _audit(_auto_occ(_OC_A, feature_sensitivity=1),
+                  _auto_occ(_OC_B, feature_sensitivity=1), seed=seed, events=_occ_events(),
+                  n=n)
+
+
 # --------------------------------------------------------------------------- from points
 @functools.lru_cache(maxsize=4)
 def _point_maps(bounded: bool, salts: int = 12) -> tuple[np.ndarray, np.ndarray]:
@@ -442,6 +498,7 @@ AUDITS = {
     "hdmm": audit_hdmm,
     "dawa2d": audit_dawa2d,
     "auto/selection": audit_auto_selection,
+    "auto/occupancy": audit_auto_occupancy,
     "points/identity": audit_points_identity,
     "points/privtree": audit_points_privtree,
 }
@@ -457,6 +514,8 @@ CANARIES = {
     "dawa2d/no-group-privacy": canary_dawa2d_no_group_privacy,
     "auto/feature-from-true-counts": canary_auto_feature_from_true_counts,
     "auto/feature-sensitivity-one": canary_auto_feature_sensitivity_one,
+    "auto/occupancy-from-true-counts": canary_auto_occupancy_from_true_counts,
+    "auto/occupancy-sensitivity-one": canary_auto_occupancy_sensitivity_one,
     "points/identity-unbounded": canary_points_identity_unbounded,
     "points/privtree-unbounded": canary_points_privtree_unbounded,
 }

@@ -1,7 +1,8 @@
 """``method='auto'``: a public rule that picks a map mechanism from DP estimates of the data.
 
-The rule reads only public quantities and two DP estimates, measured first and composed with
-the chosen mechanism (sequential composition; the release records every share):
+The rule reads only public quantities and two DP estimates (the count and one of two
+features), measured first and composed with the chosen mechanism (sequential composition; the
+release records every share):
 
 1. the number of points ``N``: a public ``scale`` when the caller has one, else a noisy count
    bought with :data:`AUTO_SCALE_FRACTION` of epsilon (reused by AG, so paid once). With it,
@@ -13,11 +14,20 @@ the chosen mechanism (sequential composition; the release records every share):
    ``FEATURE_SIDE x FEATURE_SIDE`` blocks, counting only the blocks whose noisy count exceeds
    ``FEATURE_CUT`` noise scales (:func:`coarse_entropy`). Low entropy: the points sit in a few
    blocks; high: they are spread over the map.
+3. when ``sigma > RULE['hdmm_above']`` only: an **occupancy feature** bought with the same
+   share :data:`FEATURE_FRACTION` of epsilon: the noisy number of non-empty cells (discrete
+   Laplace; one person changes at most ``s`` cells from empty to non-empty, or back), divided
+   by the number of cells (:func:`occupancy_feature`). Low occupancy: a very sparse map, whose
+   non-empty cells DAWA-2D's partition isolates while it merges the empty runs of the Hilbert
+   order. Only on grids of at most :data:`DAWA_MAX_CELLS` cells (a public condition).
 
-Then (thresholds in :data:`RULE`, fitted on DPBench's 2-D data by :func:`fit_rule`):
+Then (thresholds in :data:`RULE`, fitted on DPBench's 2-D data by :func:`fit_rule`; DAWA-2D
+never wins on those maps, so ``dawa_occupancy`` is only the middle of the values they leave
+undecided, see docs/maps.md):
 
+* ``sigma > hdmm_above`` and occupancy ``<= dawa_occupancy``: **DAWA-2D** (a very sparse map);
 * ``sigma > hdmm_above``: **HDMM** (its data-independent error is the lowest once the counts
-  stand well above the noise); no feature is bought;
+  stand well above the noise);
 * ``sigma >= privtree_min_signal`` and entropy ``<= privtree_entropy``: **PrivTree** (a
   concentrated map: the tree isolates the few dense places at fine resolution);
 * ``sigma > hdmm_mid_signal`` and entropy ``>= hdmm_entropy``: **HDMM** (a spread map: AG's
@@ -41,21 +51,31 @@ from ._blocks import prefix2d, rect_sums, split_edges
 from ._common import as_budget, check_sensitivity, grid_dims, noisy
 
 __all__ = ["RULE", "AUTO_SCALE_FRACTION", "FEATURE_FRACTION", "FEATURE_SIDE", "FEATURE_CUT",
-           "choose_method", "publish_auto", "signal", "coarse_entropy", "auto_selection",
-           "fit_rule", "apply_rule"]
+           "choose_method", "publish_auto", "signal", "coarse_entropy", "occupancy_feature",
+           "auto_selection", "fit_rule", "apply_rule", "OCCUPANCY_GRID", "DAWA_MAX_CELLS"]
 
 #: share of epsilon for the noisy number of points (when no public scale is given)
 AUTO_SCALE_FRACTION = 0.02
-#: share of epsilon for the concentration feature (only when ``sigma <= RULE['hdmm_above']``)
+#: share of epsilon for the feature: the concentration feature when ``sigma <=
+#: RULE['hdmm_above']``, else the occupancy feature (exactly one of the two is bought)
 FEATURE_FRACTION = 0.03
 #: the feature's coarse grid has about FEATURE_SIDE x FEATURE_SIDE blocks
 FEATURE_SIDE = 16
 #: blocks whose noisy count is at most FEATURE_CUT noise scales count as empty
 FEATURE_CUT = 3.0
 
+#: DAWA-2D is a candidate (and the occupancy feature bought) only on grids of at most this many
+#: cells: its run time and memory grow with the cells (0.5 s and 0.23 GB peak at 256 x 256,
+#: 3 s at 512 x 512, 10 s and 0.9 GB at 1024 x 1024), and the rule was fitted at 256 x 256
+DAWA_MAX_CELLS = 512 * 512
+
+#: candidates of ``dawa_occupancy`` for :func:`fit_rule` (-1: no DAWA-2D; else 0 to 10 % of the
+#: cells non-empty, in steps of 0.25 %), fixed before the fit
+OCCUPANCY_GRID = (-1.0, *(round(0.0025 * k, 4) for k in range(41)))
+
 #: the fitted thresholds (``python benchmarks/maps.py fit``; docs/maps.md, docs/benchmarks.md)
-RULE = {"hdmm_above": 10.0, "privtree_min_signal": 0.0178, "privtree_entropy": 0.44,
-        "hdmm_mid_signal": 1.0, "hdmm_entropy": 0.7}
+RULE = {"hdmm_above": 10.0, "privtree_min_signal": 0.0562, "privtree_entropy": 0.46,
+        "hdmm_mid_signal": 1.0, "hdmm_entropy": 0.7, "dawa_occupancy": 0.0175}
 
 
 def signal(*, rows: int, cols: int, epsilon: float, scale: float, sensitivity: int = 1
@@ -102,29 +122,63 @@ def coarse_entropy(y: np.ndarray, noise_scale: float, *, cut: float = FEATURE_CU
     return ent / math.log(k) if k > 1 else np.zeros_like(ent)
 
 
+def occupancy_feature(x: np.ndarray, *, epsilon: float, sensitivity: int, rng, batch: int = 1,
+                      from_true: bool = False, feature_sensitivity: int | None = None
+                      ) -> np.ndarray:
+    """Noisy share of non-empty cells of the count grid ``x`` (``batch`` independent draws).
+
+    Why it is ``epsilon``-DP: neighbouring inputs give count grids at L1 distance at most
+    ``sensitivity`` (integer counts), and the number of non-empty cells changes by at most that
+    distance (each unit of a count moves at most one cell across zero); discrete Laplace of
+    scale ``sensitivity / epsilon`` on it, then clipping to ``[0, cells]`` and the division by
+    the public number of cells are post-processing. ``from_true`` (no noise) and
+    ``feature_sensitivity`` (noise for another sensitivity) exist only for the audit's
+    canaries; never use them.
+
+    Examples
+    --------
+    >>> from veil.random import make_rng
+    >>> x = np.zeros((100, 100), dtype=int); x[:10, :10] = 5
+    >>> v = occupancy_feature(x, epsilon=10.0, sensitivity=1, rng=make_rng(seed=0), batch=2)
+    >>> bool(np.all(np.abs(v - 0.01) < 0.002))
+    True
+    """
+    cells = x.shape[-2] * x.shape[-1]
+    nz = np.full(int(batch), int(np.count_nonzero(x)), dtype=np.int64)
+    if from_true:
+        z = nz.astype(np.float64)
+    else:
+        fs = sensitivity if feature_sensitivity is None else feature_sensitivity
+        z = noisy(nz, epsilon, fs, rng)[0].astype(np.float64)
+    return np.clip(z, 0.0, float(cells)) / cells
+
+
 def auto_selection(x: np.ndarray, *, epsilon: float, sensitivity: int, rng, scale=None,
                    batch: int | None = None, rule: dict | None = None,
                    scale_fraction: float = AUTO_SCALE_FRACTION,
                    feature_fraction: float = FEATURE_FRACTION, side: int = FEATURE_SIDE,
                    feature_from_true: bool = False, feature_sensitivity: int | None = None
                    ) -> dict:
-    """The DP part of ``auto``: the noisy count, the feature, and the rule's choice.
+    """The DP part of ``auto``: the noisy count, one feature, and the rule's choice.
 
     ``x`` (rows, cols) true counts; ``batch``: draw that many independent selections at once
     (the audits), else one. Returns arrays (one entry per draw): ``n`` (the number of points
-    the rule used), ``signal``, ``entropy`` (NaN where no feature was bought), ``method``, and
-    the epsilon spent on the count (``eps_scale``) and on the feature (``eps_feature``, 0
-    where none was bought).
+    the rule used), ``signal``, ``entropy`` (NaN where it was not bought), ``occupancy`` (NaN
+    where it was not bought), ``method``, and the epsilon spent on the count (``eps_scale``),
+    on the concentration feature (``eps_feature``, 0 where none was bought) and on the
+    occupancy feature (``eps_occupancy``, idem). A rule without ``dawa_occupancy`` buys no
+    occupancy feature, nor does a grid of more than :data:`DAWA_MAX_CELLS` cells.
 
     Why it is DP: the count is a discrete Laplace release of a sum (L1 sensitivity ``s``) with
     ``scale_fraction * eps``; whether the feature is bought is a function of that release;
     the feature's block counts partition the grid (sensitivity ``s``) and get discrete Laplace
-    noise with ``feature_fraction * eps``; entropy and rule are post-processing. Adaptive
-    sequential composition: every branch spends at most ``(scale_fraction +
-    feature_fraction) eps`` here, and ``publish_auto`` gives the chosen mechanism the rest of
-    its branch's budget. ``feature_from_true`` (the feature on the TRUE block counts) and
-    ``feature_sensitivity`` (noise calibrated to another sensitivity) exist only for the
-    audit's canaries; never use them.
+    noise with ``feature_fraction * eps``; otherwise (the signal above ``hdmm_above``) the
+    occupancy feature is bought with ``feature_fraction * eps`` (:func:`occupancy_feature`);
+    entropy and rule are post-processing. Adaptive sequential composition: every branch spends
+    at most ``(scale_fraction + feature_fraction) eps`` here, and ``publish_auto`` gives the
+    chosen mechanism the rest of its branch's budget. ``feature_from_true`` (the feature on
+    the TRUE counts) and ``feature_sensitivity`` (noise calibrated to another sensitivity)
+    apply to both features and exist only for the audit's canaries; never use them.
     """
     rule = RULE if rule is None else rule
     s = sensitivity
@@ -150,22 +204,36 @@ def auto_selection(x: np.ndarray, *, epsilon: float, sensitivity: int, rng, scal
         else:
             y = noisy(np.broadcast_to(blocks, (k, *blocks.shape)), e_f, fs, rng)[0]
         ent[need] = coarse_entropy(y, s / e_f)
-    method = apply_rule(sig, ent, rule)
-    return {"n": n_est, "signal": sig, "entropy": ent, "method": method,
-            "eps_scale": np.full(nb, e_n), "eps_feature": np.where(need, e_f, 0.0)}
+    occ = np.full(nb, np.nan)
+    high = (~need if "dawa_occupancy" in rule and rows * cols <= DAWA_MAX_CELLS
+            else np.zeros(nb, dtype=bool))
+    if high.any():
+        occ[high] = occupancy_feature(x, epsilon=e_f, sensitivity=s, rng=rng,
+                                      batch=int(high.sum()), from_true=feature_from_true,
+                                      feature_sensitivity=feature_sensitivity)
+    method = apply_rule(sig, ent, rule, occupancy=occ)
+    return {"n": n_est, "signal": sig, "entropy": ent, "occupancy": occ, "method": method,
+            "eps_scale": np.full(nb, e_n), "eps_feature": np.where(need, e_f, 0.0),
+            "eps_occupancy": np.where(high, e_f, 0.0)}
 
 
-def apply_rule(sig, ent, rule: dict | None = None) -> np.ndarray:
-    """The rule on arrays of signals and entropies (NaN: not measured); method names.
+def apply_rule(sig, ent, rule: dict | None = None, *, occupancy=None) -> np.ndarray:
+    """The rule on arrays of signals, entropies and occupancies (NaN: not measured); method
+    names. Without ``occupancy`` (or a rule without ``dawa_occupancy``) no DAWA-2D.
 
     Examples
     --------
     >>> apply_rule(np.array([100.0, 0.2, 0.2, 2.0]), np.array([np.nan, 0.3, 0.55, 0.9])).tolist()
     ['hdmm', 'privtree', 'ag', 'hdmm']
+    >>> apply_rule(np.array([100.0, 100.0]), np.array([np.nan, np.nan]),
+    ...            occupancy=np.array([0.005, 0.05])).tolist()
+    ['dawa2d', 'hdmm']
     """
     r = RULE if rule is None else rule
     sig = np.asarray(sig, dtype=np.float64)
     ent = np.asarray(ent, dtype=np.float64)
+    occ = (np.full(sig.shape, np.nan) if occupancy is None
+           else np.asarray(occupancy, dtype=np.float64))
     out = np.full(sig.shape, "ag", dtype=object)
     with np.errstate(invalid="ignore"):
         pt = (sig >= r["privtree_min_signal"]) & (ent <= r["privtree_entropy"])
@@ -173,21 +241,28 @@ def apply_rule(sig, ent, rule: dict | None = None) -> np.ndarray:
     out[hm & ~pt] = "hdmm"
     out[pt] = "privtree"
     out[sig > r["hdmm_above"]] = "hdmm"
+    if "dawa_occupancy" in r:
+        with np.errstate(invalid="ignore"):
+            out[(sig > r["hdmm_above"]) & (occ <= r["dawa_occupancy"])] = "dawa2d"
     return out
 
 
 def choose_method(*, rows: int, cols: int, epsilon: float, scale: float,
                   sensitivity: int = 1, entropy: float | None = None,
-                  rule: dict | None = None) -> tuple[str, str]:
+                  occupancy: float | None = None, rule: dict | None = None
+                  ) -> tuple[str, str]:
     """The public rule behind ``auto`` on given values; returns ``(method, reason)``.
 
     ``entropy`` is the concentration feature (:func:`coarse_entropy`); it is needed only when
-    the signal is at most ``RULE['hdmm_above']``.
+    the signal is at most ``RULE['hdmm_above']``; ``occupancy`` (the share of non-empty cells,
+    :func:`occupancy_feature`) only above, on grids of at most :data:`DAWA_MAX_CELLS` cells.
 
     Examples
     --------
-    >>> choose_method(rows=256, cols=256, epsilon=1.0, scale=10**8)[0]
+    >>> choose_method(rows=256, cols=256, epsilon=1.0, scale=10**8, occupancy=0.05)[0]
     'hdmm'
+    >>> choose_method(rows=256, cols=256, epsilon=1.0, scale=10**8, occupancy=0.005)[0]
+    'dawa2d'
     >>> choose_method(rows=256, cols=256, epsilon=1.0, scale=10**4, entropy=0.3)[0]
     'privtree'
     >>> choose_method(rows=256, cols=256, epsilon=0.1, scale=10**4, entropy=0.6)[0]
@@ -201,15 +276,26 @@ def choose_method(*, rows: int, cols: int, epsilon: float, scale: float,
     if sig <= r["hdmm_above"] and entropy is None:
         raise ParameterError(f"signal per cell {sig:.3g} <= {r['hdmm_above']:g}: the rule "
                              "needs the concentration feature (entropy)")
+    if sig > r["hdmm_above"] and "dawa_occupancy" in r and occupancy is None and \
+            rows * cols <= DAWA_MAX_CELLS:
+        raise ParameterError(f"signal per cell {sig:.3g} > {r['hdmm_above']:g}: the rule "
+                             "needs the occupancy feature (share of non-empty cells)")
     ent = np.nan if entropy is None else float(entropy)
-    method = str(apply_rule(np.array([sig]), np.array([ent]), r)[0])
-    return method, _reason(sig, ent, method, r)
+    occ = np.nan if occupancy is None else float(occupancy)
+    if rows * cols > DAWA_MAX_CELLS:
+        occ = np.nan
+    method = str(apply_rule(np.array([sig]), np.array([ent]), r, occupancy=np.array([occ]))[0])
+    return method, _reason(sig, ent, method, r, occ)
 
 
-def _reason(sig: float, ent: float, method: str, r: dict) -> str:
+def _reason(sig: float, ent: float, method: str, r: dict, occ: float = float("nan")) -> str:
     head = f"signal per cell eps*N/(s*cells) = {sig:.3g}"
-    if not np.isfinite(ent):
-        return f"{head} > {r['hdmm_above']:g}: {method}"
+    if sig > r["hdmm_above"]:
+        if not np.isfinite(occ):
+            return (f"{head} > {r['hdmm_above']:g} (no occupancy feature: DAWA-2D is a "
+                    f"candidate only up to {DAWA_MAX_CELLS} cells): {method}")
+        return (f"{head} > {r['hdmm_above']:g}, share of non-empty cells {occ:.4f} (dawa2d if "
+                f"<= {r['dawa_occupancy']:g}, else hdmm): {method}")
     return (f"{head} <= {r['hdmm_above']:g}, coarse entropy {ent:.3f} (privtree if signal >= "
             f"{r['privtree_min_signal']:g} and entropy <= {r['privtree_entropy']:g}; hdmm if "
             f"signal > {r['hdmm_mid_signal']:g} and entropy >= {r['hdmm_entropy']:g}; else "
@@ -222,9 +308,10 @@ def publish_auto(x: np.ndarray, *, epsilon, sensitivity: int = 1, scale=None, rn
                  ) -> Release:
     """Publish with the mechanism the rule picks (see the module docstring).
 
-    Why it is eps-DP: :func:`auto_selection` spends ``eps_scale + eps_feature`` (both recorded
-    in the budget split); the chosen mechanism is run with the rest, ``eps - eps_scale -
-    eps_feature``, and AG reuses the noisy count as its scale (sequential, adaptive
+    Why it is eps-DP: :func:`auto_selection` spends ``eps_scale + eps_feature +
+    eps_occupancy`` (all recorded in the budget split; at most one of the two features is
+    bought); the chosen mechanism is run with the rest, ``eps - eps_scale - eps_feature -
+    eps_occupancy``, and AG reuses the noisy count as its scale (sequential, adaptive
     composition: the parts sum to eps in every branch).
 
     Examples
@@ -234,6 +321,10 @@ def publish_auto(x: np.ndarray, *, epsilon, sensitivity: int = 1, scale=None, rn
     >>> r = publish_auto(x, epsilon=1.0, rng=make_rng(seed=3))
     >>> r.parameters["chosen"], sorted(r.budget_split)[:2]
     ('privtree', ['feature', 'privtree:leaves'])
+    >>> y = np.zeros((64, 64), dtype=int); y[::16, ::16] = 10**6   # 16 non-empty cells
+    >>> r = publish_auto(y, epsilon=1.0, rng=make_rng(seed=3))
+    >>> r.parameters["chosen"], sorted(r.budget_split)[:2]
+    ('dawa2d', ['dawa2d:dawa_buckets', 'dawa2d:dawa_partition'])
     """
     from .api import publish
 
@@ -249,43 +340,54 @@ def publish_auto(x: np.ndarray, *, epsilon, sensitivity: int = 1, scale=None, rn
     sel = auto_selection(x, epsilon=b.epsilon, sensitivity=s, rng=g, scale=scale, rule=r,
                          scale_fraction=scale_fraction, feature_fraction=feature_fraction)
     n_est, sig, ent = float(sel["n"][0]), float(sel["signal"][0]), float(sel["entropy"][0])
+    occ = float(sel["occupancy"][0])
     method = str(sel["method"][0])
     e_n, e_f = float(sel["eps_scale"][0]), float(sel["eps_feature"][0])
-    rest = b.epsilon - e_n - e_f
+    e_o = float(sel["eps_occupancy"][0])
+    rest = b.epsilon - e_n - e_f - e_o
     rel = publish(x, epsilon=rest, method=method, sensitivity=s, scale=n_est, rng=g)
     split = {}
     if e_n > 0:
         split["scale"] = e_n
     if e_f > 0:
         split["feature"] = e_f
+    if e_o > 0:
+        split["occupancy"] = e_o
     split.update({f"{method}:{k}": v for k, v in rel.budget_split.items()})
-    reason = _reason(sig, ent, method, r)
+    reason = _reason(sig, ent, method, r, occ)
     note = (f"scale: noisy number of points {n_est:g} (epsilon {e_n:g})" if scale is None
             else "scale: public value given by the caller")
     feat = (f"auto: concentration feature bought with epsilon {e_f:g} (entropy of a noisy "
-            f"coarse grid)" if e_f > 0 else "auto: no concentration feature needed")
+            f"coarse grid)" if e_f > 0 else
+            f"auto: occupancy feature bought with epsilon {e_o:g} (noisy number of non-empty "
+            f"cells)" if e_o > 0 else "auto: no feature needed")
     return dataclasses.replace(
         rel, budget=b, budget_split=split,
         parameters={**rel.parameters, "chosen": method, "auto_rule": reason,
                     "auto_thresholds": dict(r), "auto_signal": sig,
                     "auto_entropy": None if not np.isfinite(ent) else ent,
+                    "auto_occupancy": None if not np.isfinite(occ) else occ,
                     "scale_rule": note},
         notes=(*rel.notes, f"auto: {reason}", feat, note))
 
 
 # --------------------------------------------------------------------------- fitting
-def _ratios(rule, sig, ent, choice, idx, cnt, best):
+def _ratios(rule, sig, ent, choice, idx, cnt, best, occ=None):
     direct = sig > rule["hdmm_above"]
     with np.errstate(invalid="ignore"):
+        dw = (direct & (occ <= rule["dawa_occupancy"]) if occ is not None
+              and "dawa_occupancy" in rule else np.zeros(sig.shape, dtype=bool))
         pt = ~direct & (sig >= rule["privtree_min_signal"]) & (ent <= rule["privtree_entropy"])
         hm = ~direct & ~pt & (sig > rule["hdmm_mid_signal"]) & (ent >= rule["hdmm_entropy"])
-    e = np.where(direct, choice["hdmm_d"], np.where(pt, choice["privtree_a"], np.where(
-        hm, choice["hdmm_a"], choice["ag_a"])))
+    e = np.where(dw, choice.get("dawa2d_a", np.inf), np.where(
+        direct, choice["hdmm_d"], np.where(pt, choice["privtree_a"], np.where(
+            hm, choice["hdmm_a"], choice["ag_a"]))))
     return np.bincount(idx, weights=e, minlength=best.size) / cnt / best
 
 
 def fit_rule(runs: list[dict], *, reference=("ag", "privtree", "hdmm", "ug"),
-             grid: dict | None = None, target: float = 1.15) -> tuple[dict, dict]:
+             grid: dict | None = None, target: float = 1.15,
+             occupancy_grid=None) -> tuple[dict, dict]:
     """Fit :data:`RULE` on per-run measurements (``veil.maps.bench.auto_runs``).
 
     Each run carries ``setting`` (any hashable, e.g. ``(map, eps, N)``), ``signal`` and
@@ -297,6 +399,11 @@ def fit_rule(runs: list[dict], *, reference=("ag", "privtree", "hdmm", "ug"),
     the smallest mean log ratio (to 3 decimals), tie; each threshold is then the median of the
     tied rules' values (snapped to the grid): where the training data cannot tell thresholds
     apart, the middle of the undecided range. Returns ``(rule, report)``.
+
+    With ``occupancy_grid`` (runs carrying ``occupancy`` and ``dawa2d_a``, DAWA-2D's error at
+    ``auto``'s budget), a second stage: the five thresholds fixed, ``dawa_occupancy`` is chosen
+    from ``occupancy_grid`` by the same score and tie rule (a value below 0 closes the DAWA-2D
+    branch; the training data leave it undecided wherever DAWA-2D is never picked).
     """
     settings = sorted({r["setting"] for r in runs}, key=str)
     sid = {k: i for i, k in enumerate(settings)}
@@ -313,6 +420,9 @@ def fit_rule(runs: list[dict], *, reference=("ag", "privtree", "hdmm", "ug"),
                 "privtree_entropy": [round(v, 2) for v in np.arange(0.30, 0.601, 0.02)],
                 "hdmm_mid_signal": sg(-4, 4),
                 "hdmm_entropy": [round(v, 2) for v in np.arange(0.50, 0.801, 0.02)]}
+    grid = dict(grid)
+    if "dawa_occupancy" in grid:
+        occupancy_grid = grid.pop("dawa_occupancy")
     names = list(grid)
     choice = {"hdmm_d": err["hdmm_d"], "hdmm_a": err["hdmm_a"], "privtree_a": err["privtree_a"],
               "ag_a": err["ag_a"]}
@@ -333,9 +443,26 @@ def fit_rule(runs: list[dict], *, reference=("ag", "privtree", "hdmm", "ug"),
     for j, n in enumerate(names):
         vals = np.array(grid[n], dtype=np.float64)
         rule[n] = float(vals[np.argmin(np.abs(vals - np.median(tied[:, j])))])
-    ratio = _ratios(rule, sig, ent, choice, idx, cnt, best)
+    if occupancy_grid is not None:
+        occ = np.array([r["occupancy"] for r in runs])
+        choice["dawa2d_a"] = np.array([r["dawa2d_a"] for r in runs])
+        sc = []
+        for t in occupancy_grid:
+            ratio = _ratios({**rule, "dawa_occupancy": float(t)}, sig, ent, choice, idx, cnt,
+                            best, occ)
+            sc.append((int(np.sum(ratio > target)), round(float(np.mean(np.log(ratio))), 3)))
+        top = min(sc)
+        vals = np.array([float(t) for t, k in zip(occupancy_grid, sc) if k == top])
+        og = np.asarray(occupancy_grid, dtype=np.float64)
+        rule["dawa_occupancy"] = float(og[np.argmin(np.abs(og - np.median(vals)))])
+        ratio = _ratios(rule, sig, ent, choice, idx, cnt, best, occ)
+        tied_occ = (float(vals.min()), float(vals.max()), int(vals.size))
+    else:
+        ratio = _ratios(rule, sig, ent, choice, idx, cnt, best)
+        tied_occ = None
     best_rule = rule
     best_rep = {"over_target": int(np.sum(ratio > target)),
                 "mean_log": float(np.mean(np.log(ratio))), "worst": float(ratio.max()),
-                "tied": int(tied.shape[0]), "ratios": dict(zip(settings, ratio.tolist()))}
+                "tied": int(tied.shape[0]), "tied_occupancy": tied_occ,
+                "ratios": dict(zip(settings, ratio.tolist()))}
     return best_rule, best_rep

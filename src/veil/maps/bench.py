@@ -56,11 +56,13 @@ def format_rows(rows, methods) -> str:
 
 
 def accuracy_table(*, runs: int = 10, scales=(10**4, 10**6, 10**8), epsilons=(0.1, 1.0),
-                   datasets: str = "all", methods=None, seed: int = 0, log=print):
+                   datasets: str = "all", methods=None, seed: int = 0, params=None,
+                   log=print):
     """Run the DPBench 2-D protocol; returns ``(rows, markdown)``.
 
     ``datasets``: ``'dpbench'``, ``'real'`` (held-out maps from the shared point files) or
-    ``'all'``. Seeded: an experiment, not a release.
+    ``'all'``. ``params``: extra keyword arguments per method (e.g. ``{'auto': {'rule': ...}}``
+    to evaluate another rule on the same draws). Seeded: an experiment, not a release.
     """
     from ..random import make_rng
     from .api import MECHANISMS
@@ -77,7 +79,7 @@ def accuracy_table(*, runs: int = 10, scales=(10**4, 10**6, 10**8), epsilons=(0.
         f"{machine_note()}")
     t0 = time.perf_counter()
     rows = evaluate(shapes, methods=methods, epsilons=epsilons, scales=scales, runs=runs,
-                    rng=make_rng(seed=seed), progress=lambda m: log(f"  {m}"))
+                    rng=make_rng(seed=seed), params=params, progress=lambda m: log(f"  {m}"))
     log(f"# took {time.perf_counter() - t0:.0f} s")
     return rows, format_rows(rows, methods)
 
@@ -106,24 +108,28 @@ def training_shapes(quadrants: bool = True) -> dict[str, np.ndarray]:
 
 
 def auto_runs(shapes: dict[str, np.ndarray], *, epsilons=(0.1, 1.0), scales, runs: int,
-              seed: int = 0, queries: int = 2000, reference=("ag", "privtree", "hdmm", "ug"),
-              progress=None) -> list[dict]:
+              seed: int = 0, queries: int = 2000,
+              reference=("ag", "privtree", "hdmm", "ug", "dawa2d"), progress=None
+              ) -> list[dict]:
     """Per-run measurements for :func:`veil.maps.auto.fit_rule` (an experiment: seeded).
 
     For every shape, scale, run and epsilon (the DPBench 2-D protocol of
     :func:`veil.maps.evaluation.evaluate`): ``auto``'s selection stage as ``auto`` runs it
-    (the noisy count and, always here, the feature), the candidates' scaled errors at the
-    budget ``auto`` would leave them (``ag_a``, ``privtree_a``, ``hdmm_a`` after count and
-    feature; ``hdmm_d`` after the count only) and the reference methods' errors at the full
-    budget (common random numbers within a run).
+    (the noisy count and, always here, both features: the entropy, then the occupancy, each
+    with ``FEATURE_FRACTION`` of eps, as ``auto`` buys one of them), the candidates' scaled
+    errors at the budget ``auto`` would leave them (``ag_a``, ``privtree_a``, ``hdmm_a``,
+    ``dawa2d_a`` after count and feature; ``hdmm_d`` is the same HDMM release, the budget of the
+    high-signal branch) and the reference methods' errors at the full budget (common random
+    numbers within a run).
     """
     from ..random import make_rng
     from .api import publish
-    from .auto import AUTO_SCALE_FRACTION, FEATURE_FRACTION, RULE, auto_selection
+    from .auto import (AUTO_SCALE_FRACTION, FEATURE_FRACTION, RULE, auto_selection,
+                       occupancy_feature)
     from .evaluation import random_rectangles, rectangle_answers, resample_map
 
     g = make_rng(seed=seed)
-    always = {**RULE, "hdmm_above": float("inf")}  # measure the feature in every run
+    always = {**RULE, "hdmm_above": float("inf")}  # measure the entropy in every run
     out = []
     for name, shape in shapes.items():
         shp = np.asarray(shape)
@@ -138,16 +144,17 @@ def auto_runs(shapes: dict[str, np.ndarray], *, epsilons=(0.1, 1.0), scales, run
                 for eps in epsilons:
                     sel = auto_selection(x, epsilon=eps, sensitivity=1, rng=g, rule=always)
                     n_est = float(sel["n"][0])
+                    occ = float(occupancy_feature(x, epsilon=FEATURE_FRACTION * eps,
+                                                  sensitivity=1, rng=g)[0])
                     rest = eps * (1 - AUTO_SCALE_FRACTION - FEATURE_FRACTION)
                     seed_r = int(g.integers(0, 2**63))
                     rec = {"setting": (name, float(eps), int(scale)), "run": t,
                            "signal": float(sel["signal"][0]),
-                           "entropy": float(sel["entropy"][0])}
-                    for m in ("ag", "privtree", "hdmm"):
+                           "entropy": float(sel["entropy"][0]), "occupancy": occ}
+                    for m in ("ag", "privtree", "hdmm", "dawa2d"):
                         rec[f"{m}_a"] = err(publish(x, epsilon=rest, method=m, scale=n_est,
                                                     rng=make_rng(seed=seed_r)).value)
-                    rec["hdmm_d"] = err(publish(x, epsilon=eps * (1 - AUTO_SCALE_FRACTION),
-                                                method="hdmm", rng=make_rng(seed=seed_r)).value)
+                    rec["hdmm_d"] = rec["hdmm_a"]
                     for m in reference:
                         rec[m] = err(publish(x, epsilon=eps, method=m,
                                              rng=make_rng(seed=seed_r)).value)
