@@ -65,6 +65,42 @@ def test_commands_reading_a_table_take_delimiter_and_input_format(path):
     assert {"--delimiter", "--input-format"} <= opts, (path, sorted(opts))
 
 
+#: commands that write a data table: --format/-f (default: the output's extension). table
+#: anonymize is not here: its output keeps the input's format and bytes (docs/tables.md).
+WRITES_A_TABLE = {
+    ("noise", "counts"), ("location", "obfuscate"), ("trajectory", "release"),
+    ("histogram", "publish"), ("visits", "hide"), ("visits", "resemble"), ("visits", "avoid"),
+    ("data", "synth"), ("map", "publish"),
+}
+
+
+@pytest.mark.parametrize("path", sorted(WRITES_A_TABLE), ids=" ".join)
+def test_commands_writing_a_table_take_format(path):
+    leaf = LEAVES[path]
+    fmt = next((p for p in leaf.params if "--format" in getattr(p, "opts", ())), None)
+    assert fmt is not None and "-f" in fmt.opts, path
+    assert fmt.default is None, (path, "the default format is the output's extension")
+
+
+@pytest.mark.parametrize("name,argv", [
+    ("trajectory", ["trajectory", "release", "tracks.csv", "-e", "1", "-d", "0.1", "--model",
+                    "m.npz", "-o", "rel.json"]),
+    ("histogram", ["histogram", "publish", "h.csv", "-c", "v", "--bins", "0:10:2", "-e", "1",
+                   "-o", "h.json"]),
+    ("data", ["data", "synth", "census", "--rows", "10", "-o", "c.json"]),
+])
+def test_the_output_extension_decides_the_format(name, argv, tmp_path, repeat_releases):
+    """A .json output is JSON without --format (trajectory release wrote CSV into it)."""
+    _model(tmp_path)
+    write_csv(tmp_path / "h.csv", ["v"], [[1], [7]])
+    res = run_veil(argv, tmp_path)
+    assert res.code == 0, res.err
+    out = tmp_path / argv[argv.index("-o") + 1]
+    json.loads(out.read_text())
+    bad = run_veil([*argv, "--format", "csv", "--force"], tmp_path)
+    assert bad.code == 2 and "does not match the output name" in bad.err, bad.err
+
+
 def test_the_lists_cover_the_cli():
     run_here = set(OTHER_RUNS) | {c for c in CASE_PATHS.values()}
     missing = set(LEAVES) - run_here - set(NOT_RUN)

@@ -8,7 +8,7 @@ from typing import Optional
 import numpy as np
 import typer
 
-from .common import FORCE, done, writes_files
+from .common import FORCE, OUTPUT_FORMAT, done, output_format, writes_files
 
 app = typer.Typer(no_args_is_help=True,
                   help="Synthetic data to try veil on (no network, nothing from ../shared).")
@@ -21,6 +21,7 @@ KINDS = ("checkins", "trajectories", "points", "census", "categories")
 def synth(
     kind: str = typer.Argument(..., help="checkins, trajectories, points, census or categories."),
     output: Path = typer.Option(..., "--output", "-o", help="CSV, Parquet or JSON file."),
+    fmt: Optional[str] = OUTPUT_FORMAT,
     users: int = typer.Option(200, "--users", help="Users (checkins, trajectories, points)."),
     rows: int = typer.Option(5000, "--rows", help="Rows (census)."),
     steps: int = typer.Option(96, "--steps", help="Time steps per user (trajectories)."),
@@ -65,6 +66,6 @@ def synth(
         cols["time"] = np.asarray(cols["time"]).astype("datetime64[s]").astype(str)
     if not output.parent.exists():
         raise ParameterError(f"--output: folder {str(output.parent)!r} does not exist")
-    write_table(cols, output)
+    write_table(cols, output, format=output_format(fmt, output))
     n = len(next(iter(cols.values())))
     done({"kind": kind, "rows": int(n), "output": str(output)}, f"{kind}: {n:,} rows -> {output}")

@@ -11,7 +11,8 @@ import numpy as np
 import typer
 
 from ..errors import DataError, ParameterError, PrivacyWarning
-from .common import (DELIMITER, EPSILON, FORCE, INPUT_FORMAT, LEDGER, SEED, SPEND_AGAIN, answer,
+from .common import (DELIMITER, EPSILON, FORCE, INPUT_FORMAT, LEDGER, OUTPUT_FORMAT, SEED,
+                     SPEND_AGAIN, answer, output_format,
                      done, input_options, json_mode, release_summary, say, status,
                      writes_files)
 
@@ -143,6 +144,7 @@ def publish_cmd(
     epsilon: float = EPSILON,
     output: Path = typer.Option(..., "--output", "-o", help="Noisy histogram (.csv, .parquet "
                                 "or .json), written atomically with a JSON sidecar OUTPUT.meta.json."),
+    fmt: Optional[str] = OUTPUT_FORMAT,
     bins: Optional[str] = typer.Option(None, "--bins", "-b", help="Public bins: 'lo:hi:count' "
                                        "(equal width) or 'e0,e1,...,em' edges; with "
                                        "--bins-from-data just a number of bins."),
@@ -188,8 +190,10 @@ def publish_cmd(
     check_column_option(column, "--column")
     from ..io import read_counts, sidecar_path, write_release
 
-    if output.suffix.lower() not in _FORMATS:
-        raise ParameterError(f"--output must end in {', '.join(_FORMATS)}, got {output.name!r}")
+    if output.suffix.lower() not in _FORMATS and fmt is None:
+        raise ParameterError(f"--output must end in {', '.join(_FORMATS)} (or give --format), "
+                             f"got {output.name!r}")
+    out_fmt = output_format(fmt, output)
     if not output.parent.exists():
         raise ParameterError(f"--output: folder {str(output.parent)!r} does not exist")
     if (user_column is None) != (max_records is None):
@@ -253,7 +257,7 @@ def publish_cmd(
         info.update(user_column=user_column, max_records=int(max_records))
     out_rel = dataclasses.replace(rel, value=table, notes=tuple(notes),
                                   parameters={**rel.parameters, "input": info})
-    _, side = write_release(out_rel, output)
+    _, side = write_release(out_rel, output, format=out_fmt)
     done(release_summary(out_rel, output, side, bins=n_bins),
          f"{rel.mechanism}: {n_bins} bins, epsilon={epsilon:g} "
          f"(split {json.dumps(rel.metadata()['budget_split'])}) -> {output} "

@@ -131,6 +131,9 @@ def publish_cmd(
     input_format: Optional[str] = INPUT_FORMAT,
     delimiter: Optional[str] = DELIMITER,
     seed: Optional[int] = SEED,
+    fmt: Optional[str] = typer.Option(None, "--format", "-f", help="Output format: csv, "
+                                      "parquet or json; must agree with the output's "
+                                      "extension (which decides)."),
     force: bool = FORCE,
     spend_again: bool = SPEND_AGAIN,
     ledger: Optional[Path] = LEDGER,
@@ -157,6 +160,10 @@ def publish_cmd(
     outputs = [output, Path(str(output) + ".meta.json"),
                *(p for p in (geojson, png, geotiff) if p is not None)]
     _check_outputs(input, outputs)
+    if fmt is not None:  # the extension decides the map table's format; --format confirms it
+        from .common import output_format
+
+        output_format(fmt, output)
     g = _grid(bbox, region, bbox_from_data, grid, cell_size, path=input, lat=lat, lon=lon,
               input_format=input_format, delimiter=delimiter)
     params = {k: v for k, v in (("height", height), ("branching", branching)) if v is not None}

@@ -175,7 +175,8 @@ def release_cmd(
                                        "model's (a check)."),
     output: Path = typer.Option(..., "--output", "-o", help="Released points (written "
                                 "atomically), with an OUTPUT.meta.json sidecar."),
-    fmt: str = typer.Option("csv", "--format", "-f", help="csv or json."),
+    fmt: Optional[str] = typer.Option(None, "--format", "-f", help="csv or json. Default: from "
+                                      "the output's extension, else csv."),
     on_invalid: str = typer.Option("error", "--on-invalid", help="NaN or out-of-region points: "
                                    "'error' (default) or 'drop' (counted in the sidecar)."),
     initial_latlon: Optional[str] = typer.Option(
@@ -215,7 +216,9 @@ def release_cmd(
     check_epsilon(epsilon)
     check_delta(delta)
     check_choice(mechanism, "--mechanism", ("pim", "lm"))
-    fmt = check_choice(fmt, "--format", ("csv", "json"))
+    from .common import output_format
+
+    fmt = check_choice(output_format(fmt, output), "--format", ("csv", "json"))
     check_choice(on_invalid, "--on-invalid", ("error", "drop"))
     from ..geo.snapping import check_resolution
     check_resolution(resolution, "--resolution")

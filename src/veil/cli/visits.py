@@ -30,7 +30,7 @@ import numpy as np
 import typer
 
 from ..errors import DataError, ParameterError, PrivacyWarning
-from .common import (DELIMITER, FORCE, INPUT_FORMAT, answer, done, input_options, status,
+from .common import (DELIMITER, FORCE, INPUT_FORMAT, OUTPUT_FORMAT, answer, done, input_options, status,
                      writes_files)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
@@ -284,7 +284,8 @@ def _write_files(items: list[tuple[Path, Any]]) -> None:
     with atomic_paths(*paths) as temps:
         for (final, obj), tmp in zip(items, temps):
             if isinstance(obj, dict) and obj.get("__table__") is not None:
-                write_table(obj["__table__"], tmp, format=detect_format(final))
+                write_table(obj["__table__"], tmp,
+                            format=obj.get("__format__") or detect_format(final))
             else:
                 text = json.dumps(_jsonable(obj), indent=2, allow_nan=False)
                 tmp.write_text(text + "\n", encoding="utf-8")
@@ -439,7 +440,7 @@ def _run_checked(problem: str, input_path: Path, *, output, report, sensitive, c
          quality_bound, privacy_threshold, method, forbid_unvisited, user_column,
          category_column, rollup_depth, target_size=False, r=None, resample_size=None,
          resample_mix=None, resample_profile=None, seed=None, input_format=None,
-         delimiter=None):
+         delimiter=None, fmt=None):
     from ..random import make_rng
     from ..visits import avoid, hide, resemble
     from ..visits.batch import load_checkins, sanitize_users
@@ -464,12 +465,17 @@ def _run_checked(problem: str, input_path: Path, *, output, report, sensitive, c
     if checkin and output is None:
         raise ParameterError("--output is required for a check-in file")
     side = None
+    out_fmt = None
+    if fmt is not None and output is None:
+        raise ParameterError("--format applies to --output (without it the published JSON is "
+                             "printed)")
     if output is not None:
         from ..io.write import sidecar_path
-        from .common import output_path
+        from .common import output_format, output_path
 
         output = output_path(output)
         side = sidecar_path(output)
+        out_fmt = output_format(fmt, output)
     if report is not None:
         from .common import output_path
 
@@ -569,7 +575,7 @@ def _run_checked(problem: str, input_path: Path, *, output, report, sensitive, c
             skw.update(quality_bound=quality_bound, privacy_threshold=privacy_threshold,
                        privacy_distance=privacy_distance)
         br = sanitize_users(uh, problem=problem, sensitive=sens, target=tgt, **skw)
-        items = [(output, {"__table__": br.table}), (side, meta)]
+        items = [(output, {"__table__": br.table, "__format__": out_fmt}), (side, meta)]
         if report is not None:
             items.append((report, {"__table__": br.summary} if report.suffix.lower() != ".json"
                           else {"users": br.summary, "unmatched_sensitive": unmatched}))
@@ -604,12 +610,12 @@ def _run_checked(problem: str, input_path: Path, *, output, report, sensitive, c
             _write_files([(report, {**res.to_dict(), "unmatched_sensitive": unmatched})])
         answer(public)
         return
-    ext = output.suffix.lower().lstrip(".")
     data: Any = public
-    if ext != "json":
+    if out_fmt != "json":
         names = labels if labels is not None else [str(i) for i in range(res.histogram.size)]
         data = {"__table__": {"category": np.asarray(names, dtype=str),
-                              "sanitized": res.histogram.astype(np.int64)}}
+                              "sanitized": res.histogram.astype(np.int64)},
+                "__format__": out_fmt}
     items = [(output, data), (side, meta)]
     if report is not None:
         items.append((report, {**res.to_dict(), "unmatched_sensitive": unmatched}))
@@ -651,6 +657,7 @@ def hide_cmd(
                                          "(default: uniform over the non-sensitive categories)."),
     seed: Optional[int] = SEED,
     output: Optional[Path] = OUT,
+    fmt: Optional[str] = OUTPUT_FORMAT,
     report: Optional[Path] = REPORT,
     user_column: str = USER_COL,
     category_column: str = CAT_COL,
@@ -668,7 +675,7 @@ def hide_cmd(
          category_column=category_column, rollup_depth=rollup_depth, r=r,
          resample_size=resample_size, resample_mix=resample_mix,
          resample_profile=resample_profile, seed=seed, input_format=input_format,
-         delimiter=delimiter)
+         delimiter=delimiter, fmt=fmt)
 
 
 def _tr_ta(problem):
@@ -696,6 +703,7 @@ def _tr_ta(problem):
         domain_from_data: bool = FROM_DATA,
         forbid_unvisited: bool = FORBID,
         output: Optional[Path] = OUT,
+        fmt: Optional[str] = OUTPUT_FORMAT,
         report: Optional[Path] = REPORT,
         user_column: str = USER_COL,
         category_column: str = CAT_COL,
@@ -710,7 +718,8 @@ def _tr_ta(problem):
              target=target, quality_bound=quality_bound, privacy_threshold=privacy_threshold,
              method=method, forbid_unvisited=forbid_unvisited, user_column=user_column,
              category_column=category_column, rollup_depth=rollup_depth,
-             target_size=target_size, input_format=input_format, delimiter=delimiter)
+             target_size=target_size, input_format=input_format, delimiter=delimiter,
+             fmt=fmt)
 
     cmd.__doc__ = ("TR: the histogram closest to the target within the quality bound (RO exact, "
                    "RH heuristic; gap to the Lagrangian bound in the private report)."
