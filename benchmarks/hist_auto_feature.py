@@ -48,6 +48,7 @@ from veil.histograms.workload import resample_to_scale  # noqa: E402
 from veil.random import make_rng  # noqa: E402
 
 CUT = 3.0
+CHARGE = True  # the mechanism runs with 1 - fraction of epsilon where the feature is bought
 GRID = np.round(np.arange(0.0, 1.0001, 0.01), 4)
 
 
@@ -113,7 +114,7 @@ def informative(eps, scale, frac, min_signal):
 
 def fit_branches(cells, feats, base, train, cands, frac, min_signal=0.0):
     """Per (class, level): the best ``(t, low, high)`` branch if it beats the base rule."""
-    infl = 1.0 / (1.0 - frac)
+    infl = 1.0 / (1.0 - frac) if CHARGE else 1.0
     out = {}
     for cls, lv in sorted({(k[0], k[1]) for k in cells}):
         sub = [(k, v) for k, v in cells.items() if k[0] == cls and k[1] == lv
@@ -150,7 +151,7 @@ def fit_branches(cells, feats, base, train, cands, frac, min_signal=0.0):
 
 
 def evaluate(cells, feats, base, branches, test, frac, min_signal=0.0):
-    infl = 1.0 / (1.0 - frac)
+    infl = 1.0 / (1.0 - frac) if CHARGE else 1.0
     res = []
     for k, v in cells.items():
         cls, lv, eps, sc, d = k
@@ -185,7 +186,14 @@ def main(argv=None) -> int:
     ap.add_argument("--features", nargs="+", default=list(FEATURES), choices=list(FEATURES))
     ap.add_argument("--min-feature-signal", type=float, default=0.0,
                     help="buy the feature only where fraction*eps*N/16 >= this (public)")
+    ap.add_argument("--free", action="store_true",
+                    help="bound: do not charge the feature's share to the mechanism (no 1/(1-f))")
+    ap.add_argument("--exact-epsilon", type=float, default=None,
+                    help="Identity from this epsilon on in every fold (e.g. AUTO_RULE's 3.162278)"
+                         " instead of the fitted threshold")
     a = ap.parse_args(argv)
+    global CHARGE
+    CHARGE = not a.free
     paths = [(Path(s.rsplit(":", 1)[0]), int(s.rsplit(":", 1)[1])) for s in a.runs]
     rows = load_rows([p for p, _ in paths])
     cells = cells_of(rows)
@@ -208,6 +216,8 @@ def main(argv=None) -> int:
         for i, test in enumerate(parts):
             train = set(names) - set(test)
             base = fit_rule(rows, datasets=train, candidates=cands)
+            if a.exact_epsilon is not None:
+                base["exact_epsilon"] = a.exact_epsilon
             br = fit_branches(cells, feats, base, train, cands, a.fraction,
                               a.min_feature_signal)
             print(f"  fold {i} (held out {', '.join(sorted(test))}): branches {br}")
@@ -219,6 +229,15 @@ def main(argv=None) -> int:
             print(f"  held out, with feature {summary(after, cls)}")
         worse = [(k, rb, ra) for (k, rb), (k2, ra) in zip(sorted(before), sorted(after))
                  if abs(ra - rb) > 0.05]
+        from scipy.stats import binomtest
+
+        up = sum(ra < rb for _, rb, ra in worse)
+        gb = math.exp(np.mean([math.log(r) for _, r in before]))
+        ga = math.exp(np.mean([math.log(r) for _, r in after]))
+        p = binomtest(up, len(worse)).pvalue if worse else 1.0
+        print(f"  all held-out cells: geometric mean ratio to best {gb:.4f} -> {ga:.4f}; cells "
+              f"changed by > 0.05: {up} better, {len(worse) - up} worse (two-sided sign "
+              f"test p = {p:.3g})")
         for k, rb, ra in sorted(worse, key=lambda t: t[2] - t[1]):
             print(f"    {k[0]:6s} {k[4][:30]:30s} eps={k[2]:<5g} scale={k[3]:.0e}: "
                   f"{rb:.2f} -> {ra:.2f}")
