@@ -40,6 +40,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from veil.histograms._common import noisy_integers  # noqa: E402
+from veil.histograms.api import METHODS  # noqa: E402
 from veil.histograms.autofit import (CLASS_OF_WORKLOAD, _ratio, apply_rule,  # noqa: E402
                                      fit_rule)
 from veil.histograms.bench import load_rows  # noqa: E402
@@ -197,7 +198,8 @@ def main(argv=None) -> int:
     paths = [(Path(s.rsplit(":", 1)[0]), int(s.rsplit(":", 1)[1])) for s in a.runs]
     rows = load_rows([p for p, _ in paths])
     cells = cells_of(rows)
-    cands = tuple(sorted({r.method for r in rows} - {"auto"}))
+    present = {r.method for r in rows}  # in METHODS order, as autofit's report (ties)
+    cands = tuple(m for m in METHODS if m in present and m != "auto")
     hist = {}
     for p, s in paths:
         hist.update(draws(p, s))
