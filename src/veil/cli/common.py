@@ -66,7 +66,8 @@ LEDGER = typer.Option(
          "recorded in another ledger.")
 
 __all__ = [
-    "QUIET", "JSON", "quiet", "json_mode", "status", "say", "done", "answer", "EPSILON", "SEED", "OUTPUT", "FORMAT", "OUTPUT_FORMAT", "INPUT", "INPUT_FORMAT", "DELIMITER",
+    "QUIET", "JSON", "quiet", "json_mode", "status", "say", "done", "answer",
+    "EPSILON", "SEED", "OUTPUT", "FORMAT", "OUTPUT_FORMAT", "INPUT", "INPUT_FORMAT", "DELIMITER",
     "FORCE", "SPEND_AGAIN", "LEDGER", "writes_files",
     "output_path", "output_format", "read_input", "check_epsilon_option", "write_output", "echo_release",
     "check_column_option", "naming_file", "input_options", "release_summary",
@@ -118,14 +119,22 @@ def _json_default(obj: Any) -> Any:
     return str(obj)  # datetimes and the like
 
 
-def _print_json(summary: dict) -> None:
+def _json_text(obj: Any) -> str:
+    """Strict JSON (numpy values converted; NaN and infinities written as the sidecars write
+    them, "nan" and "inf", so that every JSON parser reads the result)."""
     import json
 
+    from ..release import to_jsonable
+
+    return json.dumps(to_jsonable(obj), indent=2, sort_keys=True, default=_json_default,
+                      allow_nan=False)
+
+
+def _print_json(summary: dict) -> None:
     if _state().get("json_printed"):
         raise RuntimeError("a command printed two --json summaries")
     _state()["json_printed"] = True
-    typer.echo(json.dumps(summary, indent=2, sort_keys=True, default=_json_default,
-                          allow_nan=False))
+    typer.echo(_json_text(summary))
 
 
 def say(text: str) -> None:
@@ -154,13 +163,10 @@ def answer(summary: Any, text: str | None = None) -> None:
     """End a command whose result is its standard output (a check, a query, a table of
     figures): with ``--json`` the summary as JSON, otherwise ``text`` (or the JSON if no text
     is given); ``--quiet`` never silences an answer."""
-    import json
-
-    if json_mode() or text is None:
-        if json_mode():
-            _print_json(summary if isinstance(summary, dict) else {"result": summary})
-        else:
-            typer.echo(json.dumps(summary, indent=2, sort_keys=True, default=_json_default))
+    if json_mode():
+        _print_json(summary if isinstance(summary, dict) else {"result": summary})
+    elif text is None:
+        typer.echo(_json_text(summary))
     else:
         typer.echo(text)
 
@@ -284,8 +290,7 @@ def output_format(fmt: Optional[str], path: Path) -> str:
     return implied if implied is not None else FORMATS[0]
 
 
-def input_options(path: Path, input_format: Optional[str], delimiter: Optional[str],
-                  *, format_key: str = "format") -> dict:
+def input_options(path: Path, input_format: Optional[str], delimiter: Optional[str]) -> dict:
     """``format``/``delimiter`` reader options from ``--input-format``/``--delimiter`` (checked;
     a format error names the option), for :mod:`veil.io`'s readers."""
     from ..errors import ParameterError
@@ -294,7 +299,7 @@ def input_options(path: Path, input_format: Optional[str], delimiter: Optional[s
     opts: dict[str, Any] = {}
     if input_format is not None:
         try:
-            opts[format_key] = detect_format(path, input_format, option="--input-format")
+            opts["format"] = detect_format(path, input_format, option="--input-format")
         except ParameterError as exc:
             raise ParameterError(f"--input-format: {exc}") from None
     if delimiter is not None:
