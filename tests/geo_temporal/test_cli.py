@@ -216,6 +216,17 @@ def test_model_with_no_point_in_the_grid_is_an_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "no point falls inside the grid" in err and "--grid" in err
     assert len(err.strip().splitlines()) == 1 and not out.exists()
+    assert str(src) in err                                      # the error names the file
+
+
+def test_model_whose_every_point_is_nan_names_the_file(tmp_path, capsys):
+    """Found by the slow command fuzz: the all-NaN error did not name the input file."""
+    src = tmp_path / "nan.csv"
+    src.write_text("user,time,lat,lon\n1,2020-01-01,,\n")
+    capsys.readouterr()
+    assert _run(["trajectory", "model", src, "--grid", "beijing:5", "-o", tmp_path / "m.npz"]) == 2
+    err = capsys.readouterr().err
+    assert "every point has a NaN coordinate" in err and str(src) in err
 
 
 def test_grid_option_refuses_the_old_lon_first_order(tmp_path, capsys):

@@ -74,7 +74,8 @@ def _sequences(inputs, grid, time_column, user_column, **read_opts):
             allt = PointTrack(np.concatenate([t.t for t in tracks]),
                               np.concatenate([t.lat for t in tracks]),
                               np.concatenate([t.lon for t in tracks]), "")
-            raise DataError(no_point_in_grid_message(allt, grid))
+            raise DataError(no_point_in_grid_message(allt, grid),
+                            path=", ".join(t.path for t in tracks))
         import json
 
         raise DataError(f"no point of the inputs falls inside the grid "
