@@ -13,6 +13,11 @@ from .budget import GeoDP, PureDP
 
 __all__ = ["Release", "to_jsonable", "PROTECTED_UNITS", "TabularMixin"]
 
+#: The fields of a release that may be outputs of its randomized steps (see
+#: :attr:`Release.derived`).
+_DERIVABLE = ("mechanism", "parameters", "expected_error", "notes", "noise_scale",
+              "noise_variance")
+
 #: The units of protection a release can state (see :attr:`Release.protects`).
 PROTECTED_UNITS = ("record", "user")
 
@@ -72,7 +77,8 @@ class Release(TabularMixin):
     budget : PureDP or GeoDP
         The total budget spent.
     parameters : dict
-        The public parameters the mechanism was called with.
+        The public parameters the mechanism was called with, and the values it derived from
+        its own noisy outputs (listed in :attr:`derived`).
     budget_split : dict
         How the budget was divided among the mechanism's steps (label -> epsilon).
     noise_scale : float or None
@@ -94,6 +100,16 @@ class Release(TabularMixin):
     columns : tuple of str, optional
         Names of the columns of an ``(n, k)`` value (``("lat", "lon")`` for points), used by
         :meth:`to_arrow`.
+    derived : tuple of str
+        The fields of :meth:`metadata` that are *outputs*, not settings: values the mechanism
+        computed from its own randomized steps (a partition chosen with noisy costs, a
+        number of tree leaves, an error estimate from the noisy counts, a method picked on
+        a noisy total). They are published under the release's epsilon (post-processing of
+        the DP steps), so they vary from run to run and may differ between neighbouring
+        inputs; every other field depends on the public parameters only. Names are
+        ``"parameters.KEY"``, ``"expected_error.KEY"`` or a top-level field (``"notes"``,
+        ``"mechanism"``, ``"expected_error"`` as a whole). When ``"mechanism"`` is listed (``auto`` picking on a noisy
+        quantity), everything that follows from the pick is an output too.
 
     Examples
     --------
@@ -125,11 +141,19 @@ class Release(TabularMixin):
     notes: tuple[str, ...] = ()
     protects: str = "record"
     columns: tuple[str, ...] | None = None
+    derived: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        from .errors import ParameterError
         from .validation import check_choice
 
         check_choice(self.protects, "protects", PROTECTED_UNITS)
+        for name in self.derived:
+            head, _, key = str(name).partition(".")
+            if head not in _DERIVABLE or (key and key not in getattr(self, head)) or (
+                    not key and head == "parameters"):
+                raise ParameterError(f"derived field {name!r} is not a field of this "
+                                     f"{self.mechanism} release")
 
     @property
     def epsilon(self) -> float:
@@ -148,6 +172,7 @@ class Release(TabularMixin):
             "expected_error": self.expected_error,
             "notes": list(self.notes),
             "protects": self.protects,
+            "derived": sorted(set(self.derived)),
         })
 
     def to_arrow(self):
@@ -196,6 +221,13 @@ class Release(TabularMixin):
         from .errors import ParameterError
 
         raise ParameterError(f"a release value of shape {a.shape} has no table form")
+
+    def with_derived(self, *names: str) -> Release:
+        """This release with ``names`` added to :attr:`derived`."""
+        import dataclasses
+
+        return dataclasses.replace(self, derived=tuple(dict.fromkeys((*self.derived,
+                                                                      *names))))
 
     def sidecar_json(self) -> str:
         return json.dumps(self.metadata(), indent=2, sort_keys=True)

@@ -76,3 +76,24 @@ def test_slow_true_neighbours_and_other_mechanisms(variant):
     spec, runner = broken_twin(make(), "under-noised", factor=4)
     bad = audit_command(spec, n=n, seed=31, runner=runner)
     assert not bad.ratio.passed, bad.summary()
+
+
+def test_declared_outputs_are_audited_with_the_value_and_a_leak_hidden_there_fails():
+    """A sidecar field declared an output (``derived``: a DP partition, a pick on a noisy
+    total) is not required to match across neighbours but is audited with the value; a twin
+    that passes the input's row count off as such an output must FAIL the ratio audit."""
+    make, fast, _ = FILE_AUDITS["histogram publish"]
+    spec, runner = broken_twin(make(), "data-dependent-output")
+    res = audit_command(spec, n=fast, seed=11, runner=runner)
+    assert res.artefacts_identical, res.differences  # the leak is not in a public field
+    assert not res.passed and not res.ratio.passed, res.summary()
+    assert res.ratio.worst_event.startswith("outputs_class"), res.summary()
+
+
+def test_dawa_partition_in_the_sidecar_is_an_audited_output():
+    """Found by the slow audit: ``histogram publish --method dawa`` publishes its DP partition
+    (edges, buckets) in the sidecar; it differs across neighbours, as an output of the
+    eps1-DP step may. The sidecar declares it (``derived``) and the audit covers it."""
+    make, _ = TRUE_NEIGHBOURS["histogram publish --method dawa"]
+    res = audit_command(make(), n=60, seed=31)
+    assert res.passed, res.summary()

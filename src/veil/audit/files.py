@@ -335,15 +335,66 @@ def _console(out: RunOutput) -> dict[str, str]:
             "stderr": _TIMING.sub("<timing>", out.stderr)}
 
 
-def _sidecar_and_table(out: RunOutput, data_name: str, meta_name: str, value_cols: list[str]
-                       ) -> tuple[Any, dict[str, Any]]:
+#: The declared outputs of a sidecar are audited as one categorical value with this many
+#: classes (a digest of their canonical JSON, fixed before sampling).
+OUTPUT_CLASSES = 8
+
+
+def _take_outputs(meta: dict) -> int | None:
+    """Remove the sidecar's declared outputs (its ``derived`` fields, see
+    :attr:`veil.release.Release.derived`) and return their class: a digest of their canonical
+    JSON modulo :data:`OUTPUT_CLASSES`; None when the sidecar declares none.
+
+    They are outputs of the mechanism's DP steps (a partition, a pick on a noisy total), so
+    they are audited *with* the value (events on the class), not required to be identical;
+    the ``derived`` list itself stays in the sidecar and is compared like any public field.
+    """
+    import zlib
+
+    names = meta.get("derived") or []
+    if not names:
+        return None
+    taken = {}
+    for name in names:
+        head, _, key = str(name).partition(".")
+        if key:
+            taken[name] = meta.get(head, {}).pop(key, "<absent>")
+        else:
+            taken[name] = meta.pop(head, "<absent>")
+    blob = json.dumps(taken, sort_keys=True, default=str).encode()
+    return zlib.crc32(blob) % OUTPUT_CLASSES
+
+
+def _output_events(column: int) -> list[Event]:
+    """Events ``{class == j}`` on column ``column`` of the draws (see :func:`_take_outputs`)."""
+    return [Event(f"outputs_class=={j}", (lambda x, j=j: x[:, column] == j))
+            for j in range(OUTPUT_CLASSES)]
+
+
+def _sidecar_and_table(out: RunOutput, data_name: str, meta_name: str, value_cols: list[str],
+                       *, outputs: bool = False) -> tuple[Any, dict[str, Any]] | tuple[
+                           Any, dict[str, Any], int]:
+    """The data table and the artefacts that must be identical across neighbours.
+
+    With ``outputs=True`` also the class of the sidecar's declared outputs (-1 when none),
+    which the caller audits with the value; otherwise a sidecar that declares outputs is an
+    error (the audit would not cover them).
+    """
     if data_name not in out.files or meta_name not in out.files:
         raise DataError(f"the command did not write {data_name} and {meta_name}; it wrote "
                         f"{sorted(out.files)}")
     table = _read_table(out.files[data_name], data_name)
     rest = {c: table.column(c).to_pylist() for c in table.column_names if c not in value_cols}
-    return table, {data_name + " (other columns)": rest, meta_name: _json(out.files[meta_name]),
-                   **_console(out), "files": sorted(out.files)}
+    meta = _json(out.files[meta_name])
+    cls = _take_outputs(meta) if isinstance(meta, dict) else None
+    art = {data_name + " (other columns)": rest, meta_name: meta, **_console(out),
+           "files": sorted(out.files)}
+    if outputs:
+        return table, art, -1 if cls is None else cls
+    if cls is not None:
+        raise DataError(f"{meta_name} declares outputs {meta.get('derived')} that this audit "
+                        "does not cover")
+    return table, art
 
 
 def _count_events(x: int) -> list[Event]:
@@ -408,21 +459,33 @@ def histogram_publish_spec(*, epsilon: float = 0.5, method: str | None = None,
     ages = g.integers(0, 80, records)
     bins = np.linspace(0, 80, 17)
     extra_age = 17  # falls in bin 3 ([15, 20))
-    true = int(np.histogram(ages, bins=bins)[0][3])
+    hist_a = np.histogram(ages, bins=bins)[0]
 
     def write(folder: Path, side: str) -> None:
         vals = ages.tolist() + ([extra_age] if side == "b" else [])
         (folder / "people.csv").write_text("age\n" + "".join(f"{v}\n" for v in vals))
 
     def extract(out: RunOutput):
-        table, art = _sidecar_and_table(out, "out.csv", "out.csv.meta.json", ["count"])
+        # the sidecar's declared outputs (a DAWA partition, auto's noisy total and pick) are
+        # audited with the count: column 1 holds their class
+        meta_doc = _json(out.files["out.csv.meta.json"]) if "out.csv.meta.json" in out.files \
+            else {}
+        params = meta_doc.get("parameters", {})
+        total = params.get("auto_noisy_total")
+        table, art, cls = _sidecar_and_table(out, "out.csv", "out.csv.meta.json", ["count"],
+                                             outputs=True)
         if released == "counts":
-            return table.column("count").to_numpy()[3:4], art
-        meta = art["out.csv.meta.json"]
-        total = meta["parameters"].pop("auto_noisy_total")
-        meta["parameters"].pop("auto_rule")
-        meta["notes"] = [t for t in meta["notes"] if not str(t).startswith("auto: ")]
-        return np.array([float(total)]), art
+            # the bucket holding bin 3 under the published partition (bin 3 alone when none
+            # is published): a partition method spreads a bucket's estimate over its bins, so
+            # the extra record moves the bucket's sum by 1 and one bin's value by 1/width only
+            edges = np.asarray(params.get("edges") or np.arange(17), dtype=np.int64)
+            lo, hi = int(edges[edges <= 3].max()), int(edges[edges > 3].min())
+            counts = table.column("count").to_numpy().astype(np.float64)
+            stat = float(counts[lo:hi].sum() - hist_a[lo:hi].sum())  # 0 in A, 1 in B, + noise
+            return np.array([[stat, cls]]), art
+        if total is None:
+            raise DataError("auto without --records-bound wrote no auto_noisy_total")
+        return np.array([[float(total), cls]]), art
 
     argv = ["histogram", "publish", "people.csv", "-c", "age", "--bins", "0:80:16", "-e",
             str(epsilon), "-o", "out.csv"]
@@ -436,14 +499,16 @@ def histogram_publish_spec(*, epsilon: float = 0.5, method: str | None = None,
     if released == "counts":
         if method in (None, "auto"):
             argv += ["--records-bound", str(4 * records)]  # public: no noisy total drawn
-        events = events_threshold(lambda z: z, [true - 3 + 0.5 * i for i in range(15)],
-                                  "bin3")
+        events = events_threshold(lambda z: z[:, 0], [-3 + 0.5 * i for i in range(15)],
+                                  "bin3_bucket")
     else:
         if method not in (None, "auto"):
             raise ParameterError("released='noisy-total' audits the auto method")
         # discrete Laplace of scale 1 / (epsilon x AUTO_TOTAL_FRACTION): 100 at epsilon 0.5
-        events = events_threshold(lambda z: z, [records - 200.5 + 25 * i for i in range(17)],
-                                  "total")
+        events = events_threshold(lambda z: z[:, 0],
+                                  [records - 200.5 + 25 * i for i in range(17)], "total")
+    if released == "counts":  # a DP structure or pick in the sidecar is audited with the count
+        events = [*events, *_output_events(1)]
     return CommandSpec(
         name="histogram publish" + (f" --method {method}" if method else "")
         + (" (noisy total)" if released == "noisy-total" else ""),
@@ -505,26 +570,29 @@ def location_obfuscate_spec(*, replicas: int = 20_000, epsilon: float = 0.01,
 
 # ---------------------------------------------------------------------------- trajectory release
 def _track_model(folder: Path) -> None:
-    """A public 6 x 6 grid model of a random walk (written as model.npz)."""
+    """A public 6 x 6 grid model (written as model.npz) in which every step lands in cell 14
+    or cell 15, each with probability 1/2.
+
+    After the first fix, every prior is uniform over these two adjacent cells, so the
+    delta-location set is exactly ``{14, 15}`` and its sensitivity hull is their segment:
+    the two neighbours of :func:`trajectory_release_spec` are then the *worst-case* pair of
+    PIM's guarantee (K-norm distance 1), where the privacy loss can reach epsilon. (With a
+    random-walk model the set spans several cells, the pair is only a fraction of the hull
+    apart, and a 4x under-noised twin stayed under the claim: the slow audit could not fail.)
+    """
     from ..geo.temporal import MarkovModel, TemporalGrid
 
     g = TemporalGrid(lon_min=116.30, lat_min=39.85, lon_max=116.36, lat_max=39.90, nx=6, ny=6)
-    rng = np.random.default_rng(7)
-    walks = []
-    for _ in range(60):
-        c = [int(rng.integers(0, 36))]
-        for _ in range(30):
-            x, y = c[-1] % 6, c[-1] // 6
-            c.append(int(np.clip(y + rng.integers(-1, 2), 0, 5)) * 6
-                     + int(np.clip(x + rng.integers(-1, 2), 0, 5)))
-        walks.append(c)
-    MarkovModel.from_trajectories(walks, grid=g).save(folder / "model.npz")
+    m = np.zeros((36, 36))
+    m[:, [14, 15]] = 0.5
+    MarkovModel(grid=g, matrix=m).save(folder / "model.npz")
 
 
 def trajectory_release_spec(*, epsilon: float = 1.0, delta: float = 0.01) -> CommandSpec:
     """``veil trajectory release`` (PIM): three fixes; neighbours differ in the cell of the
-    last one (two adjacent cells, both in every delta-set of a near-uniform prior). One
-    draw per run: the released point of the last timestamp, where the claim is epsilon."""
+    last one: the two cells of its delta-location set (see :func:`_track_model`), the pair
+    where PIM's claim is tight. One draw per run: the released point of the last timestamp,
+    where the claim is epsilon."""
     from ..geo.temporal import TemporalGrid
 
     g = TemporalGrid(lon_min=116.30, lat_min=39.85, lon_max=116.36, lat_max=39.90, nx=6, ny=6)
@@ -551,7 +619,7 @@ def trajectory_release_spec(*, epsilon: float = 1.0, delta: float = 0.01) -> Com
     step = float(np.linalg.norm(xb - xa))
     # few events: one draw per run, and the family's Bonferroni share sets the largest bound
     # a small audit can reach
-    events = events_threshold(proj, [step * t for t in (-0.5, 0, 0.5)], "along")
+    events = events_threshold(proj, [step * t for t in (-1, -0.5, 0, 0.5, 1)], "along")
     return CommandSpec(
         name="trajectory release",
         argv=lambda s: ["trajectory", "release", "track.csv", "-e", str(epsilon), "-d",
@@ -559,7 +627,7 @@ def trajectory_release_spec(*, epsilon: float = 1.0, delta: float = 0.01) -> Com
                         "--spend-again", "--force"],
         write_input=write, extract=extract, events=events, claimed_epsilon=epsilon, per_run=1,
         budget=["--total", "1e12"], input_name="track.csv", epsilon=epsilon,
-        setup=_track_model, description="3 fixes, the last in adjacent cells")
+        setup=_track_model, description="3 fixes, the last in either cell of its delta-set")
 
 
 # ---------------------------------------------------------------------------- batch counts
@@ -710,6 +778,10 @@ def broken_twin(spec: CommandSpec, kind: str, *, factor: float = 4.0
     - ``"under-noised"``: the command is run with ``factor`` x the epsilon it claims (the
       default 4; the fast audits of one-draw-per-run commands use a larger factor). The
       ratio audit must FAIL.
+    - ``"data-dependent-output"``: the sidecar records the input's number of rows as a
+      *declared output* (listed in its ``derived`` fields), as a mechanism that passed the
+      data off as a DP output would. The artefact check then passes; the ratio audit, which
+      audits the declared outputs with the value, must FAIL.
     """
     if kind == "under-noised":
         def argv(s: int, _orig=spec.argv) -> list[str]:
@@ -719,9 +791,9 @@ def broken_twin(spec: CommandSpec, kind: str, *, factor: float = 4.0
             return a
         return replace(spec, name=spec.name + f" [under-noised x{factor:g} twin]",
                        argv=argv), None
-    if kind != "data-dependent-sidecar":
-        raise ParameterError(f"kind must be 'under-noised' or 'data-dependent-sidecar', "
-                             f"got {kind!r}")
+    if kind not in ("data-dependent-sidecar", "data-dependent-output"):
+        raise ParameterError(f"kind must be 'under-noised', 'data-dependent-sidecar' or "
+                             f"'data-dependent-output', got {kind!r}")
 
     def runner(argv: Sequence[str], folder: Path) -> RunOutput:
         out = run_command(argv, folder)
@@ -731,10 +803,14 @@ def broken_twin(spec: CommandSpec, kind: str, *, factor: float = 4.0
         for name in list(out.files):
             if name.endswith((".meta.json", "_manifest.json")):
                 doc = _json(out.files[name])
-                doc["input_summary"] = leak
+                if kind == "data-dependent-output":
+                    doc.setdefault("parameters", {})["input_rows"] = leak["input_rows"]
+                    doc["derived"] = sorted({*doc.get("derived", []), "parameters.input_rows"})
+                else:
+                    doc["input_summary"] = leak
                 data = json.dumps(doc).encode()
                 (folder / name).write_bytes(data)
                 out.files[name] = data
         return out
 
-    return replace(spec, name=spec.name + " [data-dependent sidecar twin]"), runner
+    return replace(spec, name=spec.name + f" [{kind.replace('-', ' ')} twin]"), runner

@@ -379,4 +379,9 @@ def _publish_counts(counts, *, epsilon, method: str = "auto", rng=None, records_
                                               "auto_rule": note},
                                   notes=(*rel.notes, f"auto: {note}",
                                          *(f"auto: {u}" for u in unused)))
+        if "auto_noisy_total" in pre_params:  # the pick and all that follows are outputs
+            rel = rel.with_derived(
+                "mechanism", "parameters.auto_noisy_total", "parameters.auto_rule", "notes",
+                *(f"parameters.{k}" for k in ("count_bound", "records_bound")
+                  if method == "optimized-structurefirst"))
     return rel

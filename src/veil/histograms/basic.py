@@ -126,4 +126,5 @@ def noise_first(counts, *, epsilon, k_max: int | None = None, merge: str = "auto
                    {"counts": b.epsilon}, noise_scale=scale, noise_variance=var,
                    expected_error={"estimated_sse": float(est[k - 1]),
                                    "buckets_averaged": kept},
-                   notes=(NEIGHBOURS, "steps after the noisy counts are post-processing"))
+                   notes=(NEIGHBOURS, "steps after the noisy counts are post-processing"),
+                   derived=("parameters.k", "parameters.edges", "expected_error"))

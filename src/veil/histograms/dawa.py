@@ -549,4 +549,6 @@ def dawa(counts, *, epsilon, partition_fraction: float = 0.25, workload="prefix"
                    {"partition": eps1, "buckets": eps2}, noise_scale=4.0 / eps1,
                    notes=(NEIGHBOURS, "partition: noisy L1 costs of power-of-two intervals "
                           "(Laplace 4/eps1, see veil.histograms.dawa); GreedyH weights from the "
-                          "partition and the public workload only", "float64 Laplace noise"))
+                          "partition and the public workload only", "float64 Laplace noise"),
+                   derived=("parameters.buckets", "parameters.edges",
+                            "parameters.measured_nodes"))

@@ -116,4 +116,5 @@ def mwem(counts, *, epsilon, workload="prefix", rounds: int = 10, total_fraction
                     "total_fraction": frac, "selected": [q[j].tolist() for j in chosen]},
                    {"total": eps0, "select_and_measure": 2 * T * eps_t},
                    notes=(NEIGHBOURS, "selected ranges are outputs of the exponential "
-                          "mechanism (published)"))
+                          "mechanism (published)"),
+                   derived=("parameters.selected",))

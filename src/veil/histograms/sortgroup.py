@@ -106,7 +106,8 @@ def sort_and_group(counts, *, epsilon, sort_fraction: float = 0.5, k: int | None
                    {"sort": eps1, "counts": eps2}, noise_scale=scale, noise_variance=var,
                    expected_error={"estimated_sse": cost, "group_sum_variance": var},
                    notes=(NEIGHBOURS, "sorting and grouping are post-processing of the "
-                          "first noisy histogram"))
+                          "first noisy histogram"),
+                   derived=("parameters.groups", "expected_error.estimated_sse"))
 
 
 @njit
@@ -249,4 +250,5 @@ def ahp(counts, *, epsilon, rho: float = 0.85, eta: float = 0.35, engine: str = 
                    {"counts": eps1, "cluster_sums": eps2}, noise_scale=scale,
                    noise_variance=var, expected_error={"cluster_sum_variance": var},
                    notes=(NEIGHBOURS, "thresholding, sorting and clustering are "
-                          "post-processing of the first noisy histogram"))
+                          "post-processing of the first noisy histogram"),
+                   derived=("parameters.clusters",))

@@ -255,7 +255,9 @@ def structure_first(counts, *, epsilon, k: int | None = None, count_bound: float
                    {"structure": eps1, "counts": eps2}, noise_scale=scale,
                    noise_variance=var, expected_error=err,
                    notes=(NEIGHBOURS, "structure computed on counts clipped to the public "
-                          "count_bound; published counts are not clipped"))
+                          "count_bound; published counts are not clipped"),
+                   derived=("parameters.edges",
+                            *(("expected_error",) if variant != "mean" else ())))
 
 
 def optimal_structure_fraction(*, n: int, k: int, count_bound: float, epsilon: float,
@@ -402,4 +404,5 @@ def optimized_structure_first(counts, *, epsilon, k: int | None = None, count_bo
                     "edges": edges.tolist(), "score_sensitivity": 2 * F + 1},
                    {"structure": eps1, "counts": eps2}, noise_scale=scale,
                    noise_variance=var, expected_error={"bucket_sum_variance": var},
-                   notes=(NEIGHBOURS, "budget split from public parameters only"))
+                   notes=(NEIGHBOURS, "budget split from public parameters only"),
+                   derived=("parameters.edges",))

@@ -143,12 +143,15 @@ def ug(counts, *, epsilon, sensitivity: int = 1, scale: float | None = None,
     P = prefix2d(x)
     tot = rect_sums(P, re_[:-1, None], re_[1:, None], ce[None, :-1], ce[None, 1:])
     y, var, ns = noisy(tot, b.epsilon, s, g)
+    # with a noisy scale, the grid size (and the note giving the scale) are outputs
+    derived = ("parameters.m", "parameters.blocks", "parameters.scale_rule", "notes") \
+        if "scale" in split else ()
     split["blocks"] = b.epsilon
     return Release(spread_blocks(y, re_, ce), "ug", b0,
                    _meta(x, s, {"m": m, "blocks": [mr, mc], "c": c, "scale_rule": note}),
                    split, noise_scale=ns, noise_variance=var,
                    expected_error={"per_block_variance": var},
-                   notes=(NEIGHBOURS, note))
+                   notes=(NEIGHBOURS, note), derived=derived)
 
 
 # --------------------------------------------------------------------------- AG
@@ -201,6 +204,8 @@ def ag(counts, *, epsilon, sensitivity: int = 1, scale: float | None = None,
     e1, e2 = (p.epsilon for p in b.split([alpha, 1.0 - alpha]))
     m1 = ag_sizes(n_est, b.epsilon, s, c)
     value, info = ag_core(x, m1=m1, e1=e1, e2=e2, sensitivity=s, c2=c2, rng=g)
+    derived = ("parameters.m1", "parameters.blocks", "parameters.scale_rule", "notes") \
+        if "scale" in split else ()
     split.update({"level_1": e1, "level_2": e2})
     return Release(value, "ag", b0,
                    _meta(x, s, {"m1": int(m1), "blocks": info["blocks"], "alpha": alpha,
@@ -209,7 +214,8 @@ def ag(counts, *, epsilon, sensitivity: int = 1, scale: float | None = None,
                    expected_error={"level_1_variance": info["var_1"],
                                    "level_2_variance": info["var_2"]},
                    notes=(NEIGHBOURS, note, "the level-2 sizes are read from the noisy level-1 "
-                          "counts (post-processing); they are not published separately"))
+                          "counts (post-processing); they are not published separately"),
+                   derived=derived)
 
 
 def ag_core(x: np.ndarray, *, m1: int, e1: float, e2: float, sensitivity: int, c2: float,
@@ -511,4 +517,5 @@ def dawa2d(counts, *, epsilon, sensitivity: int = 1, rng=None) -> Release:
     return Release(out.reshape(rows, cols), "dawa2d", b,
                    _meta(x, s, {"order": "hilbert", "dawa_1d": inner.parameters}),
                    split, notes=(NEIGHBOURS, "1-D DAWA run with epsilon / sensitivity (group "
-                                 "privacy) over the Hilbert order", *inner.notes))
+                                 "privacy) over the Hilbert order", *inner.notes),
+                   derived=("parameters.dawa_1d",))

@@ -161,6 +161,7 @@ def privtree(counts, *, epsilon, sensitivity: int = 1, tree_fraction: float = 0.
                    noise_variance=info["leaf_noise_variance"],
                    expected_error={"leaf_variance": info["leaf_noise_variance"]},
                    notes=(NEIGHBOURS, "the number of leaves is a function of the private tree "
-                          "(eps_tree-DP), not of the data directly"))
+                          "(eps_tree-DP), not of the data directly"),
+                   derived=("parameters.leaves",))
 
 
