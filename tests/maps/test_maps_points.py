@@ -300,8 +300,10 @@ def test_dask_equals_local_with_the_same_salt(tmp_path, dask_cluster):
 
 
 @pytest.mark.slow  # starts its own Dask cluster (about 10 s); the library path is tested above
-def test_cli_dask_engine_equals_local(tmp_path):
-    """`veil map publish --engine dask` (its own local TLS cluster) equals the local engine."""
+def test_cli_dask_engine_equals_local(tmp_path, repeat_releases):
+    """`veil map publish --engine dask` (its own local TLS cluster) equals the local engine.
+
+    The same file is released twice on purpose (the ledger would rightly refuse the second)."""
     from veil.cli import main
     from veil.maps import read_map
 

@@ -110,7 +110,7 @@ def test_adult_prosecutor_risk_matches_class_sizes(tmp_path, capsys):
     pr = got["prosecutor"]
     assert (pr["highest"], pr["success_rate"], pr["records_at_risk"]) == pytest.approx(
         d["prosecutor"])
-    printed = capsys.readouterr().out
+    printed = capsys.readouterr().err  # with -o, the summary is a status line (stderr)
     assert f"{100 * d['prosecutor'][1]:.2f}%" in printed
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from pathlib import Path
 from typing import Optional
@@ -38,10 +37,13 @@ def parse_region(spec: str):
     if p.suffix.lower() == ".json" or p.exists():
         if not p.exists():
             raise ParameterError(f"--region: file {text!r} does not exist")
+        from ..errors import DataError
+        from ..io.read import read_json
+
         try:
-            obj = json.loads(p.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ParameterError(f"--region: {text!r} is not valid JSON: {exc}") from None
+            obj = read_json(p, what="the --region file")
+        except DataError as exc:
+            raise ParameterError(f"--region: {exc}") from None
     else:
         parts = text.split(",")
         if len(parts) != 4:

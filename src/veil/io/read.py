@@ -24,6 +24,7 @@ from ..validation import check_choice
 from . import sql
 
 __all__ = [
+    "read_json",
     "FORMATS",
     "KINDS",
     "detect_format",
@@ -703,6 +704,49 @@ def _to_numpy(col) -> np.ndarray:
     if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
         return np.asarray(col.to_pylist(), dtype=object)
     return col.to_numpy(zero_copy_only=False)
+
+
+def read_json(path: str | os.PathLike, *, what: str = "file") -> Any:
+    """A small JSON document (a target histogram, a taxonomy, a sidecar, a region).
+
+    The one place such files are read: any failure is a :class:`DataError` naming the file
+    (missing, a folder, unreadable, not UTF-8, not JSON), never a bare decoding error. A UTF-8
+    byte-order mark, as some editors write, is accepted.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.json"
+    >>> _ = p.write_bytes(b'{"Bar": 1}')
+    >>> read_json(p)
+    {'Bar': 1}
+    >>> _ = p.write_bytes(b'{"caf\\xe9": 1}')
+    >>> read_json(p, what="target")
+    Traceback (most recent call last):
+    ...
+    veil.errors.DataError: file ...t.json: target is not UTF-8 text (garbled or binary file?)
+    """
+    import json
+
+    p = Path(os.fspath(path))
+    try:
+        text = p.read_bytes().decode("utf-8-sig")
+    except FileNotFoundError:
+        raise DataError(f"{what} not found", path=str(p)) from None
+    except IsADirectoryError:
+        raise DataError(f"{what} is a folder, not a JSON file", path=str(p)) from None
+    except UnicodeDecodeError:
+        raise DataError(f"{what} is not UTF-8 text (garbled or binary file?)",
+                        path=str(p)) from None
+    except OSError as exc:
+        raise DataError(f"cannot read {what}: {exc.strerror or exc}", path=str(p)) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{what} is not valid JSON ({exc.msg} at line {exc.lineno}, column "
+                        f"{exc.colno})", path=str(p)) from None
+    except RecursionError:
+        raise DataError(f"{what} is nested too deeply to read", path=str(p)) from None
 
 
 def read_columns(path: str | os.PathLike, *, columns: Mapping[str, str] | None = None,

@@ -278,10 +278,9 @@ def read_map(path) -> PublishedMap:
     if not side.exists():
         raise DataError(f"no sidecar {side.name} next to the map: a published map is the table "
                         "and its .meta.json (written by veil map publish)", path=str(path))
-    try:
-        meta = json.loads(side.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DataError(f"the sidecar is not valid JSON: {exc}", path=str(side)) from None
+    from ..io.read import read_json
+
+    meta = read_json(side, what="the sidecar")
     if not isinstance(meta, dict) or "grid" not in meta:
         raise DataError("the sidecar has no 'grid': not a veil map", path=str(side))
     grid = MapGrid.from_dict(meta["grid"])

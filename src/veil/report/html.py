@@ -495,13 +495,9 @@ def render_report(sections: Iterable[Any], title: str = "veil report",
 
 
 def _load_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataError(f"not valid JSON ({exc.msg} at line {exc.lineno}); rerun the job that "
-                        "wrote it", path=str(path)) from None
-    except UnicodeDecodeError:
-        raise DataError("not a UTF-8 text file", path=str(path)) from None
+    from ..io.read import read_json
+
+    return read_json(path, what="the section file (rerun the job that wrote it)")
 
 
 _SECTION_NAME = re.compile(r"[A-Za-z0-9_-]+")

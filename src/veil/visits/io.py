@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -16,12 +15,9 @@ _VALUE_COLS = ("count", "counts", "visits", "weight", "probability", "value", "f
 
 
 def _load_json(p: Path):
-    try:
-        return json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError("file not found", path=str(p)) from None
-    except json.JSONDecodeError as exc:
-        raise DataError(f"not valid JSON: {exc}", path=str(p)) from None
+    from ..io.read import read_json
+
+    return read_json(p, what="the JSON file")
 
 
 def _csv(lit: str, delimiter: str | None) -> str:

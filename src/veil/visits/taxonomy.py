@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import csv
 import difflib
-import json
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -151,12 +150,9 @@ class Taxonomy:
     @classmethod
     def from_json(cls, path: str | Path, *, aliases=None) -> "Taxonomy":
         p = Path(path)
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise DataError("taxonomy file not found", path=str(p)) from None
-        except json.JSONDecodeError as exc:
-            raise DataError(f"not valid JSON: {exc}", path=str(p)) from None
+        from ..io.read import read_json
+
+        data = read_json(p, what="taxonomy file")
         if isinstance(data, list):
             return cls.from_nodes(data, aliases=aliases, source=str(p))
         if isinstance(data, Mapping) and "name" in data:
