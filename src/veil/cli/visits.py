@@ -375,7 +375,12 @@ def _per_user_targets(path, users, domain, tax, depth, user_column, category_col
 
     from ..io import sql
 
-    cols = duckdb.sql(f"SELECT * FROM read_csv({sql.path(path)}, header=true) LIMIT 0").columns
+    try:
+        cols = duckdb.sql(f"SELECT * FROM read_csv({sql.path(path)}, header=true) LIMIT 0"
+                          ).columns
+    except duckdb.Error as exc:
+        raise DataError(f"cannot read the per-user targets: {str(exc).splitlines()[0]}",
+                        path=str(path)) from None
     low = {c.lower(): c for c in cols}
     val = next((low[c] for c in ("count", "weight", "value", "probability", "visits")
                 if c in low), None)
@@ -383,10 +388,14 @@ def _per_user_targets(path, users, domain, tax, depth, user_column, category_col
         raise DataError(f"a per-user target file needs columns {user_column!r}, "
                         f"{category_column!r} and a count/weight column; found {cols}",
                         path=str(path))
-    rows = duckdb.sql(
-        f"SELECT CAST({sql.ident(user_column)} AS VARCHAR), CAST({sql.ident(category_column)} "
-        f"AS VARCHAR), sum(CAST({sql.ident(val)} AS DOUBLE)) FROM read_csv({sql.path(path)}, "
-        "header=true) GROUP BY 1, 2").fetchall()
+    try:
+        rows = duckdb.sql(
+            f"SELECT CAST({sql.ident(user_column)} AS VARCHAR), "
+            f"CAST({sql.ident(category_column)} AS VARCHAR), sum(CAST({sql.ident(val)} AS "
+            f"DOUBLE)) FROM read_csv({sql.path(path)}, header=true) GROUP BY 1, 2").fetchall()
+    except duckdb.Error as exc:
+        raise DataError(f"cannot read the per-user targets: {str(exc).splitlines()[0]}",
+                        path=str(path)) from None
     upos = {u: i for i, u in enumerate(users)}
     labels = _canon([r[1] for r in rows], tax, depth, "--target")
     cpos = _positions(labels, domain, "--target", source)

@@ -144,15 +144,20 @@ def load_checkins(path: Any, *, user_column: str = "user",
             extra = f"; did you mean {hint[0]!r}?" if hint else ""
             raise DataError(f"no {opt} {col!r}; columns are {cols}{extra}", path=str(p))
     u, c = (sql.ident(x) for x in (user_column, category_column))
-    nulls = con.sql(f"SELECT count(*) FILTER (WHERE {u} IS NULL), count(*) FILTER (WHERE {c} IS "
-                    f"NULL OR trim(CAST({c} AS VARCHAR)) = '') FROM {src}"
-                    ).fetchall()[0]
-    if nulls[0] or nulls[1]:
-        col = user_column if nulls[0] else category_column
-        raise DataError(f"{max(nulls)} rows have an empty {col!r}", path=str(p), column=col)
-    rows = con.sql(f"SELECT CAST({u} AS VARCHAR) AS u, CAST({c} AS VARCHAR) AS c, count(*) AS n "
-                   f"FROM {src} GROUP BY 1, 2 ORDER BY 1, 2").fetchnumpy()
-    con.close()
+    try:  # the full scan can fail where the sniffed sample did not (a truncated last row)
+        nulls = con.sql(f"SELECT count(*) FILTER (WHERE {u} IS NULL), count(*) FILTER (WHERE "
+                        f"{c} IS NULL OR trim(CAST({c} AS VARCHAR)) = '') FROM {src}"
+                        ).fetchall()[0]
+        if nulls[0] or nulls[1]:
+            col = user_column if nulls[0] else category_column
+            raise DataError(f"{max(nulls)} rows have an empty {col!r}", path=str(p), column=col)
+        rows = con.sql(f"SELECT CAST({u} AS VARCHAR) AS u, CAST({c} AS VARCHAR) AS c, count(*) "
+                       f"AS n FROM {src} GROUP BY 1, 2 ORDER BY 1, 2").fetchnumpy()
+    except duckdb.Error as exc:
+        raise DataError(f"cannot read check-ins: {str(exc).splitlines()[0]}",
+                        path=str(p)) from None
+    finally:
+        con.close()
     users_col = np.asarray(rows["u"], dtype=object)
     cats_col = np.asarray(rows["c"], dtype=object)
     counts = np.asarray(rows["n"], dtype=np.int64)

@@ -1,4 +1,4 @@
-"""Every small JSON file a command reads (a visits input or target, a taxonomy, a map's
+"""Input files that cannot be read fail with one line naming the file (JSON and CSV).
 sidecar) fails with one line naming the file when it is not UTF-8, not JSON or a folder.
 
 Found by the slow command fuzz: `veil visits resemble in.json` on a JSON file with a Latin-1
@@ -74,3 +74,20 @@ def test_read_json_accepts_a_byte_order_mark_and_names_a_folder(tmp_path):
         read_json(tmp_path / "sub", what="target")
     with pytest.raises(DataError, match=r"t2.json: target not found"):
         read_json(tmp_path / "t2.json", what="target")
+
+
+def test_a_bad_row_past_duckdbs_sample_is_a_named_error_not_an_internal_one(tmp_path):
+    """Found by the slow command fuzz (`visits resemble`): the check-in reader sniffed a
+    sample, then the full scan met a malformed row and DuckDB's InvalidInputException
+    escaped as "veil: internal error". It is now a one-line error naming the file and row."""
+    rows = ["user,category"] + [f"u{i % 50},Bar" for i in range(30_000)]
+    (tmp_path / "c.csv").write_text("\n".join([*rows, "u1,Park,extra"]) + "\n")
+    for argv in (["visits", "hide", "c.csv", "-s", "Bar", "--categories", "Bar,Park"],
+                 ["visits", "resemble", "c.csv", "--target", "t.json", "--quality-bound",
+                  "0.5", "--categories", "Bar,Park"]):
+        (tmp_path / "t.json").write_text('{"Bar": 1, "Park": 1}')
+        res = run_veil([*argv, "-o", "out.csv"], tmp_path)
+        lines = res.err.strip().splitlines()
+        assert res.code == 2 and len(lines) == 1, res.err
+        assert lines[0].startswith("veil: error: file c.csv") and "30002" in lines[0], lines[0]
+        assert not (tmp_path / "out.csv").exists()
