@@ -1,4 +1,6 @@
 """Input files that cannot be read fail with one line naming the file (JSON and CSV).
+
+Every small JSON file a command reads (a visits input or target, a taxonomy, a map's
 sidecar) fails with one line naming the file when it is not UTF-8, not JSON or a folder.
 
 Found by the slow command fuzz: `veil visits resemble in.json` on a JSON file with a Latin-1
