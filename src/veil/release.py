@@ -11,7 +11,7 @@ import numpy as np
 
 from .budget import GeoDP, PureDP
 
-__all__ = ["Release", "to_jsonable", "PROTECTED_UNITS", "TabularMixin"]
+__all__ = ["Release", "to_jsonable", "PROTECTED_UNITS", "TabularMixin", "split_outputs"]
 
 #: The fields of a release that may be outputs of its randomized steps (see
 #: :attr:`Release.derived`).
@@ -36,6 +36,31 @@ class TabularMixin:
     def to_pandas(self):
         """The published values as a :class:`pandas.DataFrame` (see :meth:`to_arrow`)."""
         return self.to_arrow().to_pandas()
+
+
+def split_outputs(meta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split a sidecar (:meth:`Release.metadata`, or its JSON read back) into its public fields
+    and its declared outputs (the fields named in its ``derived`` list).
+
+    Returns ``(public, outputs)``; ``outputs`` maps each declared name to its value
+    (``"<absent>"`` when the sidecar lacks it). ``meta`` is not modified.
+
+    Examples
+    --------
+    >>> split_outputs({"parameters": {"n": 4, "edges": [0, 4]}, "notes": [],
+    ...                "derived": ["parameters.edges"]})
+    ({'parameters': {'n': 4}, 'notes': [], 'derived': ['parameters.edges']}, \
+{'parameters.edges': [0, 4]})
+    """
+    public = {k: (dict(v) if isinstance(v, dict) else v) for k, v in meta.items()}
+    outputs = {}
+    for name in meta.get("derived") or []:
+        head, _, key = str(name).partition(".")
+        if key:
+            outputs[name] = public.get(head, {}).pop(key, "<absent>")
+        else:
+            outputs[name] = public.pop(head, "<absent>")
+    return public, outputs
 
 
 def to_jsonable(obj: Any) -> Any:

@@ -340,10 +340,10 @@ def _console(out: RunOutput) -> dict[str, str]:
 OUTPUT_CLASSES = 8
 
 
-def _take_outputs(meta: dict) -> int | None:
-    """Remove the sidecar's declared outputs (its ``derived`` fields, see
-    :attr:`veil.release.Release.derived`) and return their class: a digest of their canonical
-    JSON modulo :data:`OUTPUT_CLASSES`; None when the sidecar declares none.
+def _take_outputs(meta: dict) -> tuple[dict, int | None]:
+    """The sidecar without its declared outputs (its ``derived`` fields, see
+    :attr:`veil.release.Release.derived`), and their class: a digest of their canonical JSON
+    modulo :data:`OUTPUT_CLASSES`; None when the sidecar declares none.
 
     They are outputs of the mechanism's DP steps (a partition, a pick on a noisy total), so
     they are audited *with* the value (events on the class), not required to be identical;
@@ -351,18 +351,13 @@ def _take_outputs(meta: dict) -> int | None:
     """
     import zlib
 
-    names = meta.get("derived") or []
-    if not names:
-        return None
-    taken = {}
-    for name in names:
-        head, _, key = str(name).partition(".")
-        if key:
-            taken[name] = meta.get(head, {}).pop(key, "<absent>")
-        else:
-            taken[name] = meta.pop(head, "<absent>")
+    from ..release import split_outputs
+
+    public, taken = split_outputs(meta)
+    if not taken:
+        return public, None
     blob = json.dumps(taken, sort_keys=True, default=str).encode()
-    return zlib.crc32(blob) % OUTPUT_CLASSES
+    return public, zlib.crc32(blob) % OUTPUT_CLASSES
 
 
 def _output_events(column: int) -> list[Event]:
@@ -386,7 +381,7 @@ def _sidecar_and_table(out: RunOutput, data_name: str, meta_name: str, value_col
     table = _read_table(out.files[data_name], data_name)
     rest = {c: table.column(c).to_pylist() for c in table.column_names if c not in value_cols}
     meta = _json(out.files[meta_name])
-    cls = _take_outputs(meta) if isinstance(meta, dict) else None
+    meta, cls = _take_outputs(meta) if isinstance(meta, dict) else (meta, None)
     art = {data_name + " (other columns)": rest, meta_name: meta, **_console(out),
            "files": sorted(out.files)}
     if outputs:
