@@ -1,4 +1,4 @@
-from veil.cli import main
+from veil._console import main
 
 if __name__ == "__main__":
     main()

@@ -224,7 +224,7 @@ class Ledger:
                 self._con.execute("PRAGMA journal_mode = WAL")
                 self._con.execute("PRAGMA synchronous = FULL")
                 if not self._con.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'"
-                                         ).fetchone():
+                                         ).fetchone() or self._half_created():
                     self._init_schema()
             self._check_schema()
         except sqlite3.OperationalError as exc:  # I/O: a full disk, a size limit, read-only
@@ -259,9 +259,7 @@ class Ledger:
             raise
         self._con.execute("COMMIT")
 
-    def _init_schema(self) -> None:
-        # CREATE ... IF NOT EXISTS is idempotent; executescript commits on its own
-        self._con.executescript("""
+    _DDL = """
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
         CREATE TABLE IF NOT EXISTS datasets (
             id TEXT PRIMARY KEY, label TEXT, created TEXT,
@@ -277,11 +275,33 @@ class Ledger:
         CREATE TABLE IF NOT EXISTS ledgers (path TEXT PRIMARY KEY, first_used TEXT);
         CREATE INDEX IF NOT EXISTS entries_by_dataset ON entries (dataset, state);
         CREATE INDEX IF NOT EXISTS aliases_by_dataset ON aliases (dataset);
-        """)
+        """
+
+    def _init_schema(self) -> None:
+        # One transaction: the tables and the meta rows appear together or not at all. (With
+        # the tables committed first, a Ctrl-C or a kill before the meta rows left a ledger
+        # that every later command refused: "identifies datasets with None".)
         with self._txn() as c:
+            for stmt in self._DDL.split(";"):
+                if stmt.strip():
+                    c.execute(stmt)
             c.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (_SCHEMA,))
             c.execute("INSERT OR IGNORE INTO meta VALUES ('identity', ?)", (IDENTITY_VERSION,))
             c.execute("INSERT OR IGNORE INTO meta VALUES ('created', ?)", (_now(),))
+
+    def _half_created(self) -> bool:
+        """A ledger an older veil left with its tables but without its meta rows and with
+        nothing recorded (its creation was interrupted): safe to finish creating."""
+        rows = dict(self._con.execute("SELECT key, value FROM meta").fetchall())
+        if "identity" in rows:
+            return False
+        tables = {r[0] for r in self._con.execute("SELECT name FROM sqlite_master")}
+        for table, probe in (("datasets", "SELECT 1 FROM datasets LIMIT 1"),
+                             ("entries", "SELECT 1 FROM entries LIMIT 1"),
+                             ("aliases", "SELECT 1 FROM aliases LIMIT 1")):
+            if table in tables and self._con.execute(probe).fetchone():
+                return False
+        return True
 
     def _check_schema(self) -> None:
         rows = dict(self._con.execute("SELECT key, value FROM meta").fetchall())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
 import sys
@@ -255,3 +254,69 @@ def test_concurrent_releases_never_overspend(tmp_path):
     assert outs == ["ok", "ok", "refused", "refused"]
     with Ledger(path) as led:
         assert led.summary(led.find(AGES)).spent["epsilon"] == 2.0
+
+
+def _half_created(path: Path) -> None:
+    """What an interrupted first use left before the fix: the tables, no meta rows."""
+    import sqlite3
+
+    Ledger(path).close()
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute("DELETE FROM meta")
+    con.close()
+
+
+def test_a_ledger_whose_creation_was_interrupted_is_finished_not_refused(tmp_path):
+    # Measured by the slow fault suite: a Ctrl-C between the tables and the meta rows left a
+    # ledger that every later command refused ("identifies datasets with None").
+    path = tmp_path / "ledger.sqlite"
+    _half_created(path)
+    with Ledger(path) as led:
+        _spend(led, AGES, 0.5)
+        assert led.summary(led.find(AGES)).spent["epsilon"] == 0.5
+
+
+def test_a_half_created_ledger_with_records_is_still_refused(tmp_path):
+    # power: a ledger without its meta rows that does hold releases is not silently adopted
+    import sqlite3
+
+    path = tmp_path / "ledger.sqlite"
+    _half_created(path)
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute("INSERT INTO datasets VALUES ('x', 'ages', 'now', NULL, NULL)")
+    con.close()
+    with pytest.raises(DataError, match="identifies datasets with None"):
+        Ledger(path)
+
+
+def test_creating_a_ledger_is_one_transaction(tmp_path, monkeypatch):
+    # A failure after the tables were made (the meta rows refused) leaves no table behind.
+    import sqlite3
+
+    path = tmp_path / "ledger.sqlite"
+    calls = {"n": 0}
+
+    def deny(action, *args):
+        if action == sqlite3.SQLITE_INSERT and args[0] == "meta":
+            return sqlite3.SQLITE_DENY  # the meta rows fail after the tables were made
+        return sqlite3.SQLITE_OK
+
+    real_connect = sqlite3.connect
+
+    def connect(*a, **kw):
+        con = real_connect(*a, **kw)
+        calls["n"] += 1
+        con.set_authorizer(deny)
+        return con
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    with pytest.raises(DataError, match="not authorized"):
+        Ledger(path)
+    monkeypatch.setattr(sqlite3, "connect", real_connect)
+    assert calls["n"] == 1
+    con = real_connect(path)
+    names = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+    con.close()
+    assert names == set()
+    with Ledger(path) as led:  # and the next use creates it whole
+        _spend(led, AGES, 0.5)

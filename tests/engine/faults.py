@@ -108,7 +108,15 @@ class Harness:
     def kill_random(self, *, group: bool, sig=signal.SIGKILL, **env):
         """Start a run, let it finish a random number of buckets (and a random extra moment),
         then send ``sig`` to the parent only or to its whole process group."""
+        ready = None
+        if sig == signal.SIGINT:
+            # A Ctrl-C before the interpreter has installed its handler kills any Python
+            # program by the signal; the run's own handling starts at jobrun's first line.
+            ready = self.tmp / f"ready-{uuid.uuid4().hex}"
+            env["VEIL_TEST_READY"] = str(ready)
         p = self.start(**env)
+        if ready is not None:
+            wait_until(lambda: ready.exists() or p.poll() is not None, 120)
         self.wait_progress(p, self.done_buckets() + int(self.rng.integers(0, 6)))
         time.sleep(float(self.rng.uniform(0, 0.15)))
         self.observe()

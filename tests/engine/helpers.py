@@ -309,3 +309,12 @@ def declare_large_totals() -> None:
 
     reserve._declares_totals = True
     runner.reserve_ledger = reserve
+
+
+def report_sigint(conn) -> None:
+    """Process target: send back how this process treats SIGINT, before anything else runs."""
+    import signal as _signal
+
+    h = _signal.getsignal(_signal.SIGINT)
+    conn.send("ignored" if h is _signal.SIG_IGN else "default" if h is _signal.SIG_DFL
+              else "python")

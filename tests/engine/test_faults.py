@@ -80,6 +80,11 @@ def _sigint(h):
             h.outcome.message = f"SIGINT gave exit {p.returncode}"
             h.outcome.final = "WRONG exit code"
             return h.outcome
+        err = p.stderr.read()
+        if "Traceback" in err:  # a worker or the forkserver hit by the Ctrl-C as it started
+            h.outcome.message = " | ".join(err.strip().splitlines()[-3:])[-300:]
+            h.outcome.final = "WRONG: a traceback on Ctrl-C"
+            return h.outcome
     return h.finish()
 
 

@@ -10,7 +10,11 @@ one killed worker broke the whole pool (``BrokenProcessPool``). Here:
   gone, whatever killed it (then the forkserver and the resource tracker see EOF and exit);
 * every worker also asks the kernel for SIGKILL when its own parent (the forkserver) dies
   (``prctl(PR_SET_PDEATHSIG)`` through ctypes, Linux);
-* workers ignore SIGINT: Ctrl-C reaches the parent, which stops them and exits with 130;
+* workers ignore SIGINT: Ctrl-C reaches the parent, which stops them and exits with 130.
+  The parent blocks SIGINT while it starts them (and the forkserver, on the first start), so
+  the mask they inherit holds it off before their own handler is set: a Ctrl-C that reaches
+  the group while the pool starts leaves no worker or forkserver traceback, and the parent
+  gets it the moment it unblocks;
 * a worker that dies (OOM killer, ``kill -9``) is replaced and its bucket is run again, like
   Dask does, up to :data:`MAX_ATTEMPTS` times per bucket; the keyed noise makes the retry
   bit-identical.
@@ -95,6 +99,37 @@ def _worker_main(conn, heartbeat, parent_of_parent: int) -> None:
         conn.send(("ok", bucket, info))
 
 
+def start_forkserver() -> None:
+    """Start the forkserver (if not running) so that it and every worker it forks ignore SIGINT
+    from birth.
+
+    Python's forkserver restores, in each child it forks, the SIGINT disposition it was born
+    with; born with the default, a worker hit by a Ctrl-C between its fork and its own
+    ``SIG_IGN`` (or the forkserver, while it imports the preloaded modules) printed a
+    traceback. So the forkserver is spawned with SIGINT ignored, which ``exec`` keeps. For those
+    few milliseconds the parent also holds SIGINT blocked, and Linux keeps a blocked signal
+    pending even while it is ignored: a Ctrl-C then is delivered to the parent as soon as its
+    handler is back, not lost. Outside the main thread (where handlers cannot be changed) the
+    forkserver starts as usual.
+    """
+    from multiprocessing import forkserver
+
+    handler = signal.getsignal(signal.SIGINT)
+    if (threading.current_thread() is not threading.main_thread() or handler is None
+            or not hasattr(signal, "pthread_sigmask")):
+        forkserver.ensure_running()
+        return
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            forkserver.ensure_running()
+        finally:
+            signal.signal(signal.SIGINT, handler)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
 class _Worker:
     def __init__(self, ctx, heartbeat) -> None:
         self.conn, child = ctx.Pipe(duplex=True)
@@ -120,6 +155,7 @@ def run_pool(spec: dict[str, Any], pending: list[tuple[int, dict]], workers: int
     """
     ctx = get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)
+    start_forkserver()
     heartbeat_r, heartbeat_w = ctx.Pipe(duplex=False)  # we keep the only write end
     queue = deque(b for b, _ in pending)
     extra = dict(pending)
