@@ -55,7 +55,13 @@ __all__ = [
 ]
 
 
+#: submodules that ``import veil`` used to load eagerly: still reachable as attributes
+_SUBMODULES = frozenset({"budget", "errors", "mechanisms", "random", "release"})
+
+
 def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return import_module(f".{name}", __name__)
     mod = _LAZY.get(name)
     if mod is None:
         raise AttributeError(f"module 'veil' has no attribute {name!r}")

@@ -104,3 +104,14 @@ def test_a_sigint_while_the_forkserver_starts_reaches_the_parent_after(monkeypat
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGINT, before if before is not None else signal.default_int_handler)
+
+
+def test_import_veil_is_light_and_its_names_are_all_there():
+    code = ("import sys, veil; heavy = sorted(m for m in ('numpy', 'duckdb', 'typer', 'scipy') "
+            "if m in sys.modules); print(heavy); "
+            "print(all(getattr(veil, n) is not None for n in veil.__all__)); "
+            "print(veil.release.Release is veil.Release, sorted(set(veil.__all__) - set(dir(veil))))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=SRC), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:3] == ["[]", "True", "True []"]
