@@ -110,7 +110,8 @@ def start_forkserver() -> None:
     few milliseconds the parent also holds SIGINT blocked, and Linux keeps a blocked signal
     pending even while it is ignored: a Ctrl-C then is delivered to the parent as soon as its
     handler is back, not lost. Outside the main thread (where handlers cannot be changed) the
-    forkserver starts as usual.
+    forkserver starts as usual, and a forkserver this process already runs (started by other
+    code) is used as it is; the workers still set ``SIG_IGN`` first thing.
     """
     from multiprocessing import forkserver
 
