@@ -109,6 +109,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--speed", action="store_true", help="speed of every method at n = 4096")
     ap.add_argument("--hdmm", action="store_true", help="HDMM closed form vs HB and measured")
+    ap.add_argument("--hdmm-start", action="store_true",
+                    help="HDMM's optimizer: the paper's random start vs the warm start")
     ap.add_argument("--accuracy", action="store_true", help="the DPBench table")
     ap.add_argument("--fit-auto", type=Path, nargs="+", default=None, metavar="ROWS.json",
                     help="fit the auto rule on --json files of accuracy runs (merged); print "
@@ -142,7 +144,7 @@ def main(argv=None) -> int:
         return 0
     from veil.histograms.bench import run
     run(speed=a.speed, hdmm=a.hdmm, accuracy=a.accuracy, fit_auto=a.fit_auto,
-        calibrate_dawa=a.calibrate_dawa,
+        calibrate_dawa=a.calibrate_dawa, hdmm_start=a.hdmm_start,
         trials=a.trials, repeats=a.repeats, n=a.n, datasets=a.datasets, methods=a.methods,
         epsilons=a.epsilons, scales=a.scales, output=a.json, seed=a.seed, log=print)
     return 0

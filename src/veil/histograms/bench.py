@@ -22,6 +22,7 @@ from .partition import HAVE_NUMBA, voptimal, voptimal_reference
 from .workload import resample_to_scale
 
 __all__ = ["time_median", "speed_benchmark", "accuracy_benchmark", "hdmm_benchmark",
+           "hdmm_start_benchmark",
            "plot_error_vs_scale", "machine_note"]
 
 
@@ -223,6 +224,46 @@ def hdmm_benchmark(*, ns=(256, 1024), runs: int = 200, epsilon: float = 1.0, see
     return out
 
 
+def hdmm_start_benchmark(*, log=print) -> list[dict]:
+    """HDMM's optimizer from the paper's random start against veil's warm start.
+
+    For sizes and range sets without a shipped strategy: the objective, L-BFGS-B steps and
+    seconds of ``optimize_strategy(..., start='random')`` and of the default
+    ``start='auto'`` (the nearest shipped strategy, resampled, plus jitter), run one after
+    the other in this process (one BLAS thread each, as the optimizer sets it).
+    """
+    from .hdmm import optimize_strategy
+    from .workload import random_range_workload
+
+    cases = [("prefix", 1000, "prefix"), ("prefix", 3000, "prefix"),
+             ("all ranges", 1000, "all-range"),
+             ("2000 random ranges", 1024,
+              random_range_workload(1024, size=2000, rng=np.random.default_rng(5))),
+             ("200 random ranges", 300,
+              random_range_workload(300, size=200, rng=np.random.default_rng(6))),
+             ("40 random ranges", 64,
+              random_range_workload(64, size=40, rng=np.random.default_rng(10))),
+             ("168 ranges of 8 bins", 512,
+              np.array([[i, i + 8] for i in range(0, 504, 3)]))]
+    log(f"# HDMM optimizer start: random (the paper) vs warm (shipped, resampled); "
+        f"{machine_note()}")
+    out = []
+    for label, n, spec in cases:
+        res = {}
+        for start in ("random", "auto"):
+            t0 = time.perf_counter()
+            s = optimize_strategy(spec, n, start=start, cache=False)
+            res[start] = (s.objective, s.iterations, time.perf_counter() - t0, s.source)
+        r = dict(workload=label, n=n, random_objective=res["random"][0],
+                 random_steps=res["random"][1], random_s=res["random"][2],
+                 warm_over_random=res["auto"][0] / res["random"][0],
+                 warm_steps=res["auto"][1], warm_s=res["auto"][2], warm_source=res["auto"][3])
+        out.append(r)
+        log("  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                      for k, v in r.items()))
+    return out
+
+
 def plot_error_vs_scale(rows, path, *, methods=None) -> None:
     """Geometric-mean scaled error against scale, one panel per (workload, epsilon) (PNG)."""
     import matplotlib
@@ -330,7 +371,7 @@ def auto_report(rows, *, folds: int = 3, candidates=None, log=print) -> dict:
 
 
 def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, calibrate_dawa=False,
-        trials=10, repeats=3,
+        hdmm_start=False, trials=10, repeats=3,
         n=None, datasets=None, methods=None, epsilons=None, scales=None, output=None,
         quick=False, seed=0, log=print) -> dict:
     """Driver behind ``benchmarks/histograms.py`` and ``veil bench histograms``."""
@@ -339,6 +380,8 @@ def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, calibrate_daw
 
     from .evaluation import DPBENCH_CLASSIC, load_dpbench
 
+    if hdmm_start:
+        return {"hdmm_start": hdmm_start_benchmark(log=log)}
     if not (speed or hdmm or accuracy or fit_auto or calibrate_dawa):
         speed = hdmm = accuracy = True
     if calibrate_dawa:
