@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import types
 
 import pytest
@@ -94,7 +95,11 @@ def test_a_sigint_while_the_forkserver_starts_reaches_the_parent_after(monkeypat
     from veil.engine.pool import start_forkserver
 
     def _spawn():
-        os.kill(os.getpid(), signal.SIGINT)  # lands while SIGINT is ignored and blocked
+        # Directed at this (the main) thread, where it lands while SIGINT is ignored and
+        # blocked. A process-directed kill would be flaky under pytest-xdist: the kernel may
+        # give it to one of the worker's other threads, which does not block it, and there an
+        # ignored signal is dropped (see start_forkserver's docstring).
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
 
     monkeypatch.setattr(forkserver, "ensure_running", _spawn)
     before = signal.signal(signal.SIGINT, signal.default_int_handler)  # other tests may change it

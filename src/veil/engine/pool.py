@@ -109,7 +109,11 @@ def start_forkserver() -> None:
     traceback. So the forkserver is spawned with SIGINT ignored, which ``exec`` keeps. For those
     few milliseconds the parent also holds SIGINT blocked, and Linux keeps a blocked signal
     pending even while it is ignored: a Ctrl-C then is delivered to the parent as soon as its
-    handler is back, not lost. Outside the main thread (where handlers cannot be changed) the
+    handler is back, not lost, if it was sent to the main thread. A terminal's Ctrl-C is sent
+    to the whole process, and by the time the pool starts a ``veil`` command runs other threads
+    too (DuckDB's, the BLAS library's, 3 to 12 of them measured), which do not block it: the
+    kernel may hand the signal to one of those, where, ignored for that moment (about 10 ms), it
+    is dropped. The job then goes on and the next Ctrl-C stops it as usual. Outside the main thread (where handlers cannot be changed) the
     forkserver starts as usual, and a forkserver this process already runs (started by other
     code) is used as it is; the workers still set ``SIG_IGN`` first thing.
     """
