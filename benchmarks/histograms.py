@@ -120,6 +120,9 @@ def main(argv=None) -> int:
     ap.add_argument("--sf-k", type=Path, default=None, metavar="BASELINE.json",
                     help="StructureFirst's error for several k against the reference issue 19 "
                          "implies from a --baseline run of main")
+    ap.add_argument("--sf-authors-tree", action="store_true",
+                    help="StructureFirst with veil's bucket trees against the authors' tree "
+                         "(internal nodes unnoised), on the same structures")
     ap.add_argument("--trials", type=int, default=10, help="trials per setting (accuracy)")
     ap.add_argument("--repeats", type=int, default=3, help="timing repeats (median)")
     ap.add_argument("--n", type=int, default=None, help="coarsen the datasets to n bins")
@@ -141,6 +144,11 @@ def main(argv=None) -> int:
         from veil.histograms.bench import structurefirst_k_check
 
         structurefirst_k_check(a.sf_k)
+        return 0
+    if a.sf_authors_tree:
+        from veil.histograms.bench import structurefirst_authors_tree_check
+
+        structurefirst_authors_tree_check(trials=a.trials, seed=a.seed)
         return 0
     from veil.histograms.bench import run
     run(speed=a.speed, hdmm=a.hdmm, accuracy=a.accuracy, fit_auto=a.fit_auto,

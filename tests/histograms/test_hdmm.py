@@ -163,12 +163,13 @@ def test_every_shipped_size_loads_without_optimizing(kind):
     optimizer step (main optimized every strategy on first use: 10-50 s at n = 4096). The
     loaded objective is recomputed from the parameters and beats Identity's by the margin
     the optimizer reaches (HDMM's whole point)."""
-    from veil.histograms.hdmm import _loss_grad, default_p
+    from veil.histograms.hdmm import _loss_grad
 
     for n in shipped.SHIPPED_NS:
         s = optimize_strategy(kind, n, cache=False)
         assert s.source == "shipped" and s.iterations == 0, (kind, n)
-        assert s.B.shape == (default_p(n), n) and (s.B >= 0).all()
+        assert s.B.shape == (max(1, n // 16), n) and (s.B >= 0).all()  # the paper's p
+        assert optimize_strategy(kind, n, p=max(1, n // 16), cache=False).source == "shipped"
         w = RangeWorkload.from_spec(kind, n)
         assert s.objective == pytest.approx(_loss_grad(s.B.ravel(), s.p, n, w,
                                                        w.gram_diag())[0], rel=1e-12)
@@ -219,3 +220,14 @@ def test_non_default_choices_do_not_use_the_shipped_strategy():
         "optimized (start: shipped")
     with pytest.raises(ParameterError, match="start must be"):
         optimize_strategy("prefix", 64, start="warm")
+
+
+def test_the_shipped_strategy_at_4096_has_the_papers_p():
+    """Regression: at n = 2048 and 4096 the shipped strategies had p = 64 (the on-line cap),
+    prefix objective 337,533 at n = 4096; with the paper's p = n/16 = 256 it is 306,479
+    (expected RMSE 0.78x HB's instead of 0.82x). An explicit p = 64 still optimizes one, from
+    the shipped strategy resampled."""
+    s = optimize_strategy("prefix", 4096, cache=False)
+    assert s.p == 256 and s.source == "shipped"
+    assert s.objective < 310_000
+    assert optimize_strategy("prefix", 2048, cache=False).p == 128

@@ -159,3 +159,52 @@ def test_structure_first_defaults_to_the_authors_split():
     for k in (1, 200):
         r = structure_first(x, epsilon=1.0, count_bound=1e4, k=k, rng=make_rng(seed=8))
         assert r.budget_split == {"structure": 0.0, "counts": 1.0}
+
+
+@pytest.mark.parametrize("m,start,spread", [(5, 0, (0.80, 0.95)), (8, 3, (0.93, 1.07)),
+                                            (8, 8, (0.15, 0.35)), (13, 40, (0.45, 0.65))])
+def test_the_audited_bucket_tree_is_veils_bucket_tree(m, start, spread):
+    """The benchmark and the audit publish a bucket through audits.bucket_tree_release; with
+    its defaults that is exactly veil's StructureFirst bucket tree (same draws, same values),
+    so the authors' tree it is compared with differs only where it says."""
+    from veil.histograms.audits import bucket_tree_release
+    from veil.histograms.structurefirst import _bucket_trees
+
+    x = np.random.default_rng(m).poisson(7, m)
+    ours, _ = _bucket_trees(x, np.array([0, m]), 0.7, 2, make_rng(seed=4))
+    audited = bucket_tree_release(x, start=start, epsilon=0.7, rng=make_rng(seed=4))[0]
+    np.testing.assert_array_equal(ours, audited)
+    # The authors' twin: exact internal nodes where start + offset >= m. Spread of the
+    # published bucket total, twin / veil's as it was before zero_padding (padding noised),
+    # 4000 draws each (fixed seeds; the ratio's standard error is about 1.6 %): (5, 0) gains
+    # only from the 3 padding leaves, (8, 3) has no padding and its root is still measured,
+    # (8, 8) and (13, 40) start at or after their length, so every internal node, the root
+    # included, is exact.
+    rows = np.tile(x, (4000, 1))
+    twin = bucket_tree_release(rows, start=start, epsilon=1.0, rng=make_rng(seed=1),
+                               authors_tree=True).sum(axis=1)
+    honest = bucket_tree_release(rows, start=start, epsilon=1.0, rng=make_rng(seed=2),
+                                 exact_padding=False).sum(1)
+    ratio = np.std(twin - x.sum()) / np.std(honest - x.sum())
+    assert spread[0] < ratio < spread[1]
+
+
+def test_padding_nodes_are_zero_not_noise():
+    """Regression: the nodes of a tree made only of padding leaves were published with noise
+    (Boost and HB at any n that is not a power of the arity, StructureFirst's bucket trees at
+    almost every bucket size); they are now their known 0. The padded tree's release then
+    equals the same draws with those nodes zeroed, and on n = 5 (padded to 8) the total's
+    spread drops (4000 draws, fixed seeds)."""
+    from veil.histograms.tree import (noisy_tree, tree_inference, tree_release_batch,
+                                      zero_padding)
+
+    X = np.tile(np.array([3, 0, 4, 1, 2]), (4000, 1))
+    got = tree_release_batch(X, epsilon=1.0, branching=2, rng=make_rng(seed=5))[0]
+    noisy, var, _ = noisy_tree(X, branching=2, level_epsilons=[0.25] * 4, rng=make_rng(seed=5))
+    kept = [y.copy() for y in noisy]
+    assert all(np.any(y[:, -1] != 0) for y in kept[:3])            # padding nodes were noisy
+    zeroed = zero_padding(noisy, 5, 2)
+    assert all((y[:, 5 // 2 ** lv + (5 % 2 ** lv > 0):] == 0).all() for lv, y in enumerate(zeroed))
+    np.testing.assert_array_equal(got, tree_inference(zeroed, var, 2)[0][:, :5])
+    before = tree_inference(kept, var, 2)[0][:, :5]
+    assert np.std(got.sum(1) - 10) < 0.95 * np.std(before.sum(1) - 10)

@@ -3,20 +3,23 @@
 A p-Identity strategy depends only on the public workload and the number of bins, never on
 data, so the strategies of the two built-in workloads (``'prefix'`` and ``'all-range'``) at the
 power-of-two domain sizes :data:`SHIPPED_NS` are optimized once, by exactly the code a user
-would run (:func:`veil.histograms.hdmm.optimize_strategy` with ``start='random'``, its default
-``p``, seed 0 and :func:`build_restarts` restarts: 8 up to n = 512, where one start can stop
+would run (:func:`veil.histograms.hdmm.optimize_strategy` with ``start='random'``, the
+paper's ``p = n // 16`` (:func:`shipped_p`; 128 and 256 at n = 2048 and 4096, above the
+on-line default's cap of 64), seed 0 and :func:`build_restarts` restarts: 8 up to n = 512, where one start can stop
 at Identity's objective, e.g. all ranges at n = 64: 1.00x Identity with one start, 0.70x with
 eight), and stored in ``hdmm_strategies.npz`` beside this module. Loading
-one takes milliseconds where optimizing it takes up to about 10 s (n = 4096, quiet machine).
+one takes milliseconds where optimizing it takes up to minutes (n = 4096, p = 256: about
+2.5 min on a quiet machine).
 
 The file holds only the non-negative parameters ``B``; the strategy's objective is recomputed
 from them at load, and the column scaling that makes the sensitivity 1 is applied to whatever
 ``B`` holds, so a damaged or altered file can cost accuracy but never privacy (and a negative
 or non-finite entry is refused).
 
-Rebuild (about a minute) after any change to the optimizer::
+Rebuild (about 7 minutes, 5 of them for n = 4096) after any change to the optimizer::
 
     python -m veil.histograms._hdmm_shipped src/veil/histograms/hdmm_strategies.npz
+    python -m veil.histograms._hdmm_shipped src/veil/histograms/hdmm_strategies.npz 2048 4096
 
 ``tests/histograms/test_hdmm.py`` checks the file against fresh optimizations at the small
 sizes and its shapes and objectives at every size.
@@ -103,24 +106,36 @@ def build_restarts(n: int) -> int:
     return 8 if n <= 512 else 1
 
 
-def build(path, *, ns=SHIPPED_NS, kinds=SHIPPED_KINDS, log=print) -> dict:
-    """Optimize every shipped strategy with the random start and write them to ``path``.
+def shipped_p(n: int) -> int:
+    """Extra strategy queries of the shipped strategy over ``n`` bins: the paper's ``n // 16``
+    (uncapped: optimized ahead of time, so the optimizer's cost at large ``p`` is paid once;
+    on-line optimization keeps :func:`veil.histograms.hdmm.default_p`'s cap)."""
+    return max(1, int(n) // 16)
 
+
+def build(path, *, ns=SHIPPED_NS, kinds=SHIPPED_KINDS, merge: bool = False,
+          log=print) -> dict:
+    """Optimize the shipped strategies with the random start and write them to ``path``.
+
+    ``merge=True`` keeps the entries of an existing ``path`` that are not rebuilt.
     Returns ``{key: (objective, iterations, seconds)}``.
     """
     from .hdmm import optimize_strategy
 
     out, arrays = {}, {}
+    path = Path(path)
+    if merge and path.exists():
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
     for kind in kinds:
         for n in ns:
             t0 = time.perf_counter()
-            s = optimize_strategy(kind, n, start="random", restarts=build_restarts(n),
-                                  cache=False)
+            s = optimize_strategy(kind, n, p=shipped_p(n), start="random",
+                                  restarts=build_restarts(n), cache=False)
             arrays[_key(kind, n)] = s.B
             out[_key(kind, n)] = (s.objective, s.iterations, time.perf_counter() - t0)
             log(f"{kind} n={n}: p={s.p} objective={s.objective:.6g} "
                 f"iterations={s.iterations} {time.perf_counter() - t0:.2f} s")
-    path = Path(path)
     tmp = path.with_name(path.name + ".tmp.npz")
     np.savez_compressed(tmp, **arrays)
     tmp.replace(path)
@@ -129,6 +144,8 @@ def build(path, *, ns=SHIPPED_NS, kinds=SHIPPED_KINDS, log=print) -> dict:
 
 
 if __name__ == "__main__":  # pragma: no cover - the rebuild command
-    if len(sys.argv) != 2:
-        sys.exit("usage: python -m veil.histograms._hdmm_shipped OUT.npz")
-    build(sys.argv[1])
+    if len(sys.argv) < 2:
+        sys.exit("usage: python -m veil.histograms._hdmm_shipped OUT.npz [N ...]  "
+                 "(only these sizes, merged into OUT.npz)")
+    only = tuple(int(a) for a in sys.argv[2:])
+    build(sys.argv[1], ns=only or SHIPPED_NS, merge=bool(only))

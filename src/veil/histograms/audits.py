@@ -116,6 +116,64 @@ def canary_boost_root_without_noise(seed: int = 12) -> AuditResult:
 
 
 # --------------------------------------------------------------------------- StructureFirst
+# One bucket's Boost tree, as StructureFirst publishes it inside the bucket [4, 8) of a public
+# structure [0, 4, 8] (parallel composition: the other bucket is independent). The broken twin
+# is the behaviour read in the authors' tree code: a node's noise is added only when the node's
+# first leaf, as an index into the whole histogram, is below the bucket's length, so every
+# internal node of a bucket that starts at or after its own length is published exact (and the
+# least squares still treats it as noisy). See bench.structurefirst_authors_tree_check.
+_SFT_A, _SFT_B = np.array([1, 0, 2, 1, 2, 0, 1, 4]), np.array([1, 0, 2, 1, 3, 0, 1, 4])
+_SFT_BUCKET = (4, 8)
+
+
+def bucket_tree_release(rows, *, start: int, epsilon: float, rng, exact_padding: bool = True,
+                        authors_tree: bool = False):
+    """Boost tree (binary, ``epsilon / L`` per level, least squares with equal weights per
+    level) over each row of ``rows`` (shape ``(samples, m)``), the values of a bucket that
+    starts at bin ``start``: StructureFirst's bucket tree, one bucket at a time.
+
+    ``exact_padding=False``: the leaves past ``m`` (and the nodes made of them only) keep
+    their noise, as veil did before :func:`veil.histograms.tree.zero_padding`.
+    ``authors_tree`` (the broken twin, NOT private): an internal node is measured only if
+    ``start`` plus its first leaf's offset is below ``m``, else it is the true sum.
+    """
+    from .tree import noisy_tree, tree_height, tree_inference, zero_padding
+
+    rows = np.atleast_2d(rows)
+    n, m = rows.shape
+    L = tree_height(m, 2) + 1
+    noisy, var, _ = noisy_tree(rows, branching=2, level_epsilons=[epsilon / L] * L, rng=rng)
+    if exact_padding or authors_tree:
+        zero_padding(noisy, m, 2)
+    if authors_tree and start >= 1:
+        true = np.zeros((n, 2 ** (L - 1)))
+        true[:, :m] = rows
+        for lv in range(1, L):
+            true = true.reshape(n, -1, 2).sum(axis=2)
+            first = np.arange(true.shape[1]) * 2 ** lv  # offset of each node's first leaf
+            noisy[lv] = np.where(start + first < m, noisy[lv], true)
+    return tree_inference(noisy, var, 2)[0][:, :m]
+
+
+def _sf_bucket_tree(x, *, authors_tree=False):
+    b, e = _SFT_BUCKET
+    return lambda n, g: bucket_tree_release(np.tile(x[b:e], (n, 1)), start=b, epsilon=EPS,
+                                            rng=g, authors_tree=authors_tree)
+
+
+def audit_structurefirst_bucket_tree(seed: int = 27) -> AuditResult:
+    return dp_ratio_audit(_sf_bucket_tree(_SFT_A), _sf_bucket_tree(_SFT_B), _tree_events(),
+                          claimed_epsilon=EPS, n=N, seed=seed)
+
+
+def canary_structurefirst_authors_bucket_tree(seed: int = 27) -> AuditResult:
+    """Broken (as read in the authors' tree code): internal nodes of a bucket that starts at or
+    after its own length are published without noise."""
+    return dp_ratio_audit(_sf_bucket_tree(_SFT_A, authors_tree=True),
+                          _sf_bucket_tree(_SFT_B, authors_tree=True), _tree_events(),
+                          claimed_epsilon=EPS, n=N, seed=seed)
+
+
 # the structure step (k = 2: one exponential-mechanism draw among 3 boundaries)
 _SF_F = 20.0
 _SF_A, _SF_B = np.array([0, 20, 0, 20]), np.array([0, 20, 0, 19])
@@ -436,6 +494,7 @@ AUDITS = {
     "boost": audit_boost,
     "hb": audit_hb,
     "structurefirst/structure": audit_structurefirst,
+    "structurefirst/bucket-tree": audit_structurefirst_bucket_tree,
     "sort-and-group": audit_sort_and_group,
     "ahp": audit_ahp,
     "noisefirst": audit_noisefirst,
@@ -456,6 +515,7 @@ CANARIES = {
     "structurefirst/no-exponential-mechanism": canary_structurefirst_no_em,
     "structurefirst/bound-not-enforced": canary_structurefirst_bound_not_enforced,
     "structurefirst/bound-from-data": canary_structurefirst_bound_from_data,
+    "structurefirst/authors-bucket-tree": canary_structurefirst_authors_bucket_tree,
     "sort-and-group/second-step-unpaid": canary_sort_and_group_second_step_unpaid,
     "sort-and-group/true-sort": canary_sort_and_group_true_sort,
     "dawa/partition-from-true-counts": canary_dawa_partition_from_true_counts,

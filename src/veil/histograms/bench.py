@@ -625,3 +625,74 @@ def structurefirst_k_check(baseline_json, *, ks=(1, 2, 4, 8, 16, 103), trials: i
     log("# StructureFirst / (main's StructureFirst / 2.8), geometric mean over the 7 classic\n"
         + tab)
     return tab
+
+
+def structurefirst_authors_tree_check(*, trials: int = 4, n: int = 1024,
+                                      cells=((10**3, 1.0), (10**5, 0.1), (10**7, 1.0),
+                                             (10**3, 0.01), (10**5, 1.0), (10**7, 0.1)),
+                                      seed: int = 3, log=print) -> list[dict]:
+    """StructureFirst's prefix error with the bucket trees published four ways, on the same
+    private structures (the default: ``k = ceil(n/10)``, the authors' split, ``F = scale``):
+    veil's trees; the audit module's tree (the same mechanism: a check of that code); that
+    tree with the padding leaves noised, as veil did before
+    :func:`veil.histograms.tree.zero_padding`; and the authors' tree as read in their code,
+    whose internal nodes are exact for every bucket that starts at or after its own length
+    (NOT private: ``CANARIES["structurefirst/authors-bucket-tree"]`` fails the audit).
+    ``k = 1`` (one Boost tree, the whole budget) for comparison. 7 classic datasets, prefix
+    workload, geometric means over the datasets of the mean over ``trials``."""
+    from .audits import bucket_tree_release
+    from .evaluation import DPBENCH_CLASSIC, geomean, load_dpbench
+    from ._common import noisy_integers
+    from .structurefirst import (_bucket_trees, authors_structure_fraction, private_structure,
+                                 structure_first)
+    from .tree import tree_height
+    from .workload import prefix_workload, scaled_error
+
+    shapes = load_dpbench(DPBENCH_CLASSIC, n=n)
+    g = make_rng(seed=seed)  # experiments only
+    W = prefix_workload(n)
+    k = max(1, math.ceil(n / 10))
+    names = ["veil", "audit tree", "padding noised", "authors' tree", "k = 1"]
+    out = []
+    log("| scale / eps | " + " | ".join(names) + " | audit tree / veil | padding noised / veil"
+        " | authors' tree / veil | k = 1 / veil | internal nodes exact (authors') |")
+    log("|---|" + "---|" * (len(names) + 5))
+    for scale, eps in cells:
+        per = {v: [] for v in names}
+        exact_share = []
+        for shape in shapes.values():
+            e = {v: [] for v in names}
+            for _ in range(trials):
+                x = resample_to_scale(shape, scale, rng=g)
+                F = float(scale)
+                frac = authors_structure_fraction(n=n, k=k, count_bound=F, epsilon=eps)
+                edges = private_structure(x, k=k, epsilon=frac * eps, count_bound=F, rng=g)
+                eps2 = (1.0 - frac) * eps
+                e["veil"].append(scaled_error(W, x, _bucket_trees(x, edges, eps2, 2, g)[0]))
+                for v, kw in (("audit tree", {}), ("padding noised", {"exact_padding": False}),
+                              ("authors' tree", {"authors_tree": True})):
+                    y = np.concatenate([
+                        bucket_tree_release(x[a:b], start=int(a), epsilon=eps2, rng=g, **kw)[0]
+                        if b - a > 1 else noisy_integers(x[a:b], eps2, g)[0].astype(float)
+                        for a, b in zip(edges[:-1], edges[1:])])
+                    e[v].append(scaled_error(W, x, y))
+                r1 = structure_first(x, epsilon=eps, k=1, count_bound=F, rng=g)
+                e["k = 1"].append(scaled_error(W, x, r1.value))
+                tot = ex = 0
+                for a, b in zip(edges[:-1], edges[1:]):
+                    m = int(b - a)
+                    for lv in range(1, tree_height(m, 2) + 1 if m > 1 else 1):
+                        first = np.arange(0, m, 2 ** lv)
+                        tot += first.size
+                        ex += int(np.sum(a + first >= m))
+                exact_share.append(ex / max(tot, 1))
+            for v in names:
+                per[v].append(float(np.mean(e[v])))
+        ratios = {v: geomean([p / q for p, q in zip(per[v], per["veil"])]) for v in names[1:]}
+        row = {"scale": scale, "epsilon": eps, **{v: geomean(per[v]) for v in names},
+               **{f"{v} / veil": r for v, r in ratios.items()},
+               "internal nodes exact": float(np.mean(exact_share))}
+        out.append(row)
+        log(f"| {scale:.0e} / {eps:g} | " + " | ".join(f"{row[v]:.3g}" for v in names) + " | "
+            + " | ".join(f"{ratios[v]:.2f}" for v in names[1:]) + f" | {row['internal nodes exact']:.2f} |")
+    return out

@@ -27,8 +27,9 @@ step at ``O(p^2 n)`` with the implicit Gram products of
 (derivation: ``df = -tr[X^{-1} dX X^{-1} G'] + tr[X^{-1} dG']`` with
 ``dX = dB^T B + B^T dB``, ``B X^{-1} = R B``, and ``dc_j = sum_i dB_ij``).
 
-Defaults follow the paper for 1-D: ``p = n / 16`` extra queries (capped at 64,
-see :func:`default_p`), a uniform random start, L-BFGS-B with relative
+Defaults follow the paper for 1-D: ``p = n / 16`` extra queries (when optimized
+here, capped at 64, see :func:`default_p`; the shipped strategies have the
+paper's ``p`` at every size), a uniform random start, L-BFGS-B with relative
 tolerance 1e-4. The optimizer's start is
 drawn from a fixed public seed, so the same workload always gives the same
 strategy (and a cache can reuse it); the noise comes from the caller's ``rng``.
@@ -36,7 +37,8 @@ strategy (and a cache can reuse it); the noise comes from the caller's ``rng``.
 The strategies of the built-in workloads (prefix, all ranges) at the power-of-two
 sizes 8 to 4096 are optimized ahead of time by that same code and shipped with veil
 (:mod:`veil.histograms._hdmm_shipped`): at those sizes no optimization runs at all
-(n = 4096 took about 10 s on a quiet machine). Other sizes and user range sets start
+(n = 4096 took about 10 s on a quiet machine with p = 64, 2.5 min with the shipped
+p = 256). Other sizes and user range sets start
 L-BFGS-B from the nearest shipped strategy, resampled (``start='auto'``), which
 converges in fewer steps; ``start='random'`` is the paper's random start.
 """
@@ -205,7 +207,8 @@ def optimize_strategy(workload, n: int | None = None, *, p: int | None = None,
     n : int
         Number of bins (not needed for a RangeWorkload).
     p : int, optional
-        Extra strategy queries (default :func:`default_p`: ``n // 16``, at most 64).
+        Extra strategy queries (default: the paper's ``n // 16``; where no strategy is
+        shipped, :func:`default_p`, which caps it at 64 to bound the optimizer's time).
     restarts : int
         Independent random starts; the best objective is kept.
     seed : int
@@ -215,9 +218,10 @@ def optimize_strategy(workload, n: int | None = None, *, p: int | None = None,
         Reuse a strategy already optimized in this process for the same inputs.
     start : {'auto', 'random'}
         ``'random'``: the paper's uniform random start drawn from ``seed``.
-        ``'auto'`` (default): with the default ``p``, one restart and seed 0, a built-in
-        workload at a shipped size returns the shipped strategy (optimized ahead of time
-        with ``'random'``; no optimization here); with the default ``p`` and seed 0,
+        ``'auto'`` (default): with the default ``p`` (or the shipped one), one restart and
+        seed 0, a built-in workload at a shipped size returns the shipped strategy
+        (optimized ahead of time with ``'random'`` and ``p = n // 16``; no optimization
+        here); with the default ``p`` and seed 0,
         anything else starts from the nearest shipped strategy, resampled to ``(p, n)``
         (a user range set from the all-range one), plus uniform jitter of its mean size;
         further restarts start at random. Every start is public. Against the random
@@ -243,25 +247,32 @@ def optimize_strategy(workload, n: int | None = None, *, p: int | None = None,
 
     n = w.n
     default = p is None
-    p = default_p(n) if p is None else check_int(p, "p", minimum=1)
+    if not default:
+        p = check_int(p, "p", minimum=1)
     restarts = check_int(restarts, "restarts", minimum=1)
     if start not in ("auto", "random"):
         raise ParameterError(f"start must be 'auto' or 'random', got {start!r}")
+    t0 = time.perf_counter()
+    kind = "all-range" if w.kind == "ranges" else w.kind
+    if start == "auto" and int(seed) == 0 and restarts == 1 and w.kind != "ranges":
+        B = shipped.shipped_parameters(kind, n)
+        if B is not None and (default or p == B.shape[0]):
+            # the shipped strategy (the paper's p = n // 16, see _hdmm_shipped.shipped_p)
+            key = (w.key(), B.shape[0], restarts, 0, start)
+            if cache and key in _CACHE:
+                _CACHE.move_to_end(key)
+                return _CACHE[key]
+            obj, _ = _loss_grad(B.ravel(), B.shape[0], n, w, w.gram_diag())
+            strat = HDMMStrategy(B, float(obj), w, 0, time.perf_counter() - t0, "shipped")
+            return _remember(key, strat) if cache else strat
+    p = default_p(n) if default else p
     key = (w.key(), p, restarts, int(seed), start)
     if cache and key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
     gdiag = w.gram_diag()
-    t0 = time.perf_counter()
     warm, source = None, "optimized (random start)"
     if start == "auto" and int(seed) == 0 and (default or p == default_p(n)):
-        kind = "all-range" if w.kind == "ranges" else w.kind
-        if w.kind != "ranges" and restarts == 1:
-            B = shipped.shipped_parameters(kind, n)
-            if B is not None and B.shape[0] == p:
-                obj, _ = _loss_grad(B.ravel(), p, n, w, gdiag)
-                strat = HDMMStrategy(B, float(obj), w, 0, time.perf_counter() - t0, "shipped")
-                return _remember(key, strat) if cache else strat
         near = shipped.nearest_shipped(kind, n)
         if near is not None:
             warm = shipped.resample_parameters(near[1], n, p).ravel()
@@ -355,7 +366,7 @@ def hdmm(counts, *, epsilon, workload="prefix", p: int | None = None, restarts: 
     workload : 'prefix', 'all-range' or array (q, 2) of ranges ``[lo, hi)``
         The public queries the release should answer well.
     p : int, optional
-        Extra strategy queries (default :func:`default_p`).
+        Extra strategy queries (default as in :func:`optimize_strategy`).
     restarts : int
         Random starts of the optimizer (best kept).
     strategy : HDMMStrategy, optional

@@ -27,7 +27,7 @@ from ..validation import check_choice, check_int, check_positive, check_probabil
 from ._common import (NEIGHBOURS, as_budget, as_counts, as_rng, bucket_sums, check_count_bound,
                       check_k_bins, noisy_integers, spread)
 from .partition import prefix_sums, voptimal_table
-from .tree import noisy_tree, tree_height, tree_inference
+from .tree import noisy_tree, tree_height, tree_inference, zero_padding
 
 __all__ = ["structure_first", "optimized_structure_first", "private_structure", "em_boundaries",
            "authors_structure_fraction", "optimal_structure_fraction", "AUTHORS_GRID",
@@ -57,10 +57,10 @@ def authors_structure_fraction(*, n: int, k: int, count_bound: float, epsilon: f
     budget to the structure). Whenever ``eps n F / 20 > 2 (k-1)`` -- every
     setting of the DPBench protocol, where ``F`` is at least the number of
     records -- the first term is negative and rising and the rule returns the
-    first grid point: eps / 20 for the structure. The grid step is the
-    structure share the issue and DESIGN.md report for the authors' runs (the
-    constant itself is not in the part of their code we could read).
-    ``k = 1`` or ``k = n`` (no boundary to draw) gives 0.
+    first grid point: eps / 20 for the structure. The grid step 20 and the
+    authors' ``k = ceil(0.1 n)`` are the constants of their ``Utilities.h``
+    (``STEP_LEN``, ``K_RATIO``). ``k = 1`` or ``k = n`` (no boundary to draw)
+    gives 0.
 
     Examples
     --------
@@ -160,7 +160,7 @@ def _bucket_trees(x: np.ndarray, edges: np.ndarray, epsilon: float, branching: i
             L = int(h) + 1
             noisy, var, _ = noisy_tree(rows, branching=branching,
                                        level_epsilons=[epsilon / L] * L, rng=rng)
-            leaves = tree_inference(noisy, var, branching)[0]
+            leaves = tree_inference(zero_padding(noisy, lens, branching), var, branching)[0]
             v = var[0]
         var0[int(h)] = v
         out[idx[mask]] = leaves[mask]
@@ -185,6 +185,11 @@ def structure_first(counts, *, epsilon, k: int | None = None, count_bound: float
     * ``variant='mean'``: one noisy sum per bucket (discrete Laplace, scale
       ``1/eps2``), spread as the bucket mean (Xu et al.'s paper);
     * ``variant='boost'``: a Boost tree inside each bucket (the authors' code).
+      Their tree adds noise to an internal node only if the node's first bin,
+      as an index into the whole histogram, is below the bucket's length, so
+      the bucket sums of most buckets are published exact: not private, and
+      not reproduced here (the audit canary
+      ``structurefirst/authors-bucket-tree`` is that tree).
 
     Why it is eps-DP: the structure step is ``k - 1`` exponential-mechanism
     draws each ``eps1/(k-1)``-DP (score sensitivity ``2F+1`` for clipped

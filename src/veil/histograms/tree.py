@@ -19,7 +19,7 @@ from ..validation import check_finite_array, check_int
 from ._common import NEIGHBOURS, as_budget, as_counts, as_rng, noisy_integers
 
 __all__ = ["boost", "hb", "qardaji_branching", "tree_height", "tree_inference", "tree_strategy_matrix",
-           "noisy_tree", "level_usage"]
+           "noisy_tree", "level_usage", "zero_padding"]
 
 
 def tree_height(n: int, branching: int) -> int:
@@ -148,6 +148,28 @@ def noisy_tree(x: np.ndarray, *, branching: int, level_epsilons, rng) -> tuple:
     return noisy, var, scales
 
 
+def zero_padding(noisy_levels, lengths, branching: int) -> list[np.ndarray]:
+    """Set every node made only of padding leaves to its known value, 0 (in place; returned).
+
+    A tree over ``m`` bins is padded to ``b**h`` leaves; the nodes past ``m`` count nothing
+    whatever the data, so their noisy values are replaced by the truth. Still private (they
+    hold no record) and never worse: the least squares stays unbiased and each of its
+    estimates is a fixed linear map of the measurements, whose variance can only drop when
+    independent noise terms are removed (StructureFirst's bucket trees, which are padded to
+    a power of two for almost every bucket size: 1-13 % less prefix error on the DPBench
+    protocol, ``benchmarks/histograms.py --sf-authors-tree``).
+
+    ``lengths``: the real number of bins of each row (a scalar for all rows).
+    """
+    b = int(branching)
+    for lv, y in enumerate(noisy_levels):
+        first = np.arange(y.shape[-1]) * b ** lv      # each node's first leaf
+        pad = first >= np.asarray(lengths)[..., None] if np.ndim(lengths) else first >= lengths
+        if np.any(pad):
+            y[...] = np.where(pad, 0, y)
+    return noisy_levels
+
+
 def tree_release_batch(X: np.ndarray, *, epsilon: float, branching: int, rng):
     """Boost on every row of ``X`` (shape ``(..., n)``): ``epsilon / L`` per level, inference.
 
@@ -160,7 +182,7 @@ def tree_release_batch(X: np.ndarray, *, epsilon: float, branching: int, rng):
     L = h + 1
     eps_level = [epsilon / L] * L
     noisy, var, scales = noisy_tree(X, branching=branching, level_epsilons=eps_level, rng=rng)
-    est = tree_inference(noisy, var, branching)
+    est = tree_inference(zero_padding(noisy, n, branching), var, branching)
     return est[0][..., :n], eps_level, var, scales
 
 
