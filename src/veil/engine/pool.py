@@ -113,8 +113,8 @@ def start_forkserver() -> None:
     to the whole process, and by the time the pool starts a ``veil`` command runs other threads
     too (DuckDB's, the BLAS library's, 3 to 12 of them measured), which do not block it: the
     kernel may hand the signal to one of those, where, ignored for that moment (about 10 ms), it
-    is dropped. The job then goes on and the next Ctrl-C stops it as usual. Outside the main thread (where handlers cannot be changed) the
-    forkserver starts as usual, and a forkserver this process already runs (started by other
+    is dropped. The job then goes on and the next Ctrl-C stops it as usual. Outside the main
+    thread (where handlers cannot be changed) the forkserver starts as usual, and a forkserver this process already runs (started by other
     code) is used as it is; the workers still set ``SIG_IGN`` first thing.
     """
     from multiprocessing import forkserver

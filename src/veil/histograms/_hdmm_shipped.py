@@ -5,8 +5,8 @@ data, so the strategies of the two built-in workloads (``'prefix'`` and ``'all-r
 power-of-two domain sizes :data:`SHIPPED_NS` are optimized once, by exactly the code a user
 would run (:func:`veil.histograms.hdmm.optimize_strategy` with ``start='random'``, the
 paper's ``p = n // 16`` (:func:`shipped_p`; 128 and 256 at n = 2048 and 4096, above the
-on-line default's cap of 64), seed 0 and :func:`build_restarts` restarts: 8 up to n = 512, where one start can stop
-at Identity's objective, e.g. all ranges at n = 64: 1.00x Identity with one start, 0.70x with
+on-line default's cap of 64), seed 0 and :func:`build_restarts` restarts: 8 up to n = 512,
+where one start can stop at Identity's objective, e.g. all ranges at n = 64: 1.00x Identity with one start, 0.70x with
 eight), and stored in ``hdmm_strategies.npz`` beside this module. Loading
 one takes milliseconds where optimizing it takes up to minutes (n = 4096, p = 256: about
 2.5 min on a quiet machine).

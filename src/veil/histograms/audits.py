@@ -128,24 +128,28 @@ _SFT_BUCKET = (4, 8)
 
 def bucket_tree_release(rows, *, start: int, epsilon: float, rng, exact_padding: bool = True,
                         authors_tree: bool = False):
-    """Boost tree (binary, ``epsilon / L`` per level, least squares with equal weights per
-    level) over each row of ``rows`` (shape ``(samples, m)``), the values of a bucket that
-    starts at bin ``start``: StructureFirst's bucket tree, one bucket at a time.
+    """StructureFirst's Boost tree over each row of ``rows`` (shape ``(samples, m)``), the
+    values of a bucket that starts at bin ``start``: veil's own code
+    (:func:`veil.histograms.structurefirst._bucket_trees` over the rows laid end to end) unless
+    a twin is asked for.
 
-    ``exact_padding=False``: the leaves past ``m`` (and the nodes made of them only) keep
-    their noise, as veil did before :func:`veil.histograms.tree.zero_padding`.
-    ``authors_tree`` (the broken twin, NOT private): an internal node is measured only if
-    ``start`` plus its first leaf's offset is below ``m``, else it is the true sum.
+    ``exact_padding=False``: the padding nodes keep their noise, as veil did before
+    :func:`veil.histograms.tree.zero_padding`. ``authors_tree`` (the broken twin, NOT private):
+    an internal node is measured only if ``start`` plus its first leaf's offset is below
+    ``m``, else it is the true sum.
     """
+    from .structurefirst import _bucket_trees
     from .tree import noisy_tree, tree_height, tree_inference, zero_padding
 
     rows = np.atleast_2d(rows)
     n, m = rows.shape
+    if exact_padding and not authors_tree:
+        out, _ = _bucket_trees(rows.ravel(), np.arange(n + 1) * m, epsilon, 2, rng)
+        return out.reshape(n, m)
     L = tree_height(m, 2) + 1
     noisy, var, _ = noisy_tree(rows, branching=2, level_epsilons=[epsilon / L] * L, rng=rng)
-    if exact_padding or authors_tree:
+    if authors_tree:
         zero_padding(noisy, m, 2)
-    if authors_tree and start >= 1:
         true = np.zeros((n, 2 ** (L - 1)))
         true[:, :m] = rows
         for lv in range(1, L):

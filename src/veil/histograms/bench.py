@@ -694,5 +694,6 @@ def structurefirst_authors_tree_check(*, trials: int = 4, n: int = 1024,
                "internal nodes exact": float(np.mean(exact_share))}
         out.append(row)
         log(f"| {scale:.0e} / {eps:g} | " + " | ".join(f"{row[v]:.3g}" for v in names) + " | "
-            + " | ".join(f"{ratios[v]:.2f}" for v in names[1:]) + f" | {row['internal nodes exact']:.2f} |")
+            + " | ".join(f"{ratios[v]:.2f}" for v in names[1:])
+            + f" | {row['internal nodes exact']:.2f} |")
     return out

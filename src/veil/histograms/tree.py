@@ -164,7 +164,7 @@ def zero_padding(noisy_levels, lengths, branching: int) -> list[np.ndarray]:
     b = int(branching)
     for lv, y in enumerate(noisy_levels):
         first = np.arange(y.shape[-1]) * b ** lv      # each node's first leaf
-        pad = first >= np.asarray(lengths)[..., None] if np.ndim(lengths) else first >= lengths
+        pad = first >= np.asarray(lengths)[..., None]   # (rows, nodes), or (1, nodes)
         if np.any(pad):
             y[...] = np.where(pad, 0, y)
     return noisy_levels
