@@ -135,6 +135,43 @@ def test_tree2d_without_noise_is_exact_and_handles_padding():
         assert est.shape == (1, *X.shape) and np.allclose(est[0], X, atol=1e-6)
 
 
+@pytest.mark.parametrize("shape, base, leaf_side", [((5, 7), 2, 1), ((3, 9), 4, 1),
+                                                     ((6, 5), 2, 2)])
+def test_tree2d_publishes_padding_nodes_as_zero(monkeypatch, shape, base, leaf_side):
+    """Regression: the nodes of a 2-D tree made only of padding cells were measured with noise
+    (the quadtree and HB2D on grids that are not a power of the base); they are now their
+    known 0, and the nodes holding a real cell keep their noise."""
+    import veil.maps.mechanisms as mech
+    from veil.maps._blocks import pad_square, side_power
+
+    seen = []
+    inner = mech.tree_inference
+
+    def spy(levels, var, b):
+        seen.append([lv.copy() for lv in levels])
+        return inner(levels, var, b)
+
+    monkeypatch.setattr(mech, "tree_inference", spy)
+    x = np.zeros(shape, dtype=np.int64)
+    h = side_power(-(-max(shape) // leaf_side), base)
+    tree2d(x, base=base, level_eps=[0.05] * (h + 1), sensitivity=1, rng=make_rng(seed=4),
+           leaf_side=leaf_side)
+    side = leaf_side * base ** h
+    real = pad_square(np.ones(shape, dtype=np.int64), side)
+    k = side // leaf_side
+    real = real.reshape(k, leaf_side, k, leaf_side).sum(axis=(1, 3)).reshape(-1)
+    real = real[block_order(base, h)]
+    (levels,) = seen
+    n_pad = n_real = 0
+    for lv in levels:
+        cover = real.reshape(lv.size, -1).sum(axis=1)
+        assert np.all(lv[cover == 0] == 0)
+        n_pad += int(np.sum(cover == 0))
+        n_real += int(np.sum(lv[cover > 0] != 0))
+    assert n_pad > 0           # the case has padding nodes
+    assert n_real > 0          # and noise where the nodes hold real cells (scale 20)
+
+
 def test_ag_batch_equals_single_release():
     one, _ = ag_core(X, m1=4, e1=0.5, e2=0.5, sensitivity=1, c2=5.0, rng=make_rng(seed=9))
     many, _ = ag_core(np.stack([X, X]), m1=4, e1=0.5, e2=0.5, sensitivity=1, c2=5.0,

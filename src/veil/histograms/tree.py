@@ -170,6 +170,24 @@ def zero_padding(noisy_levels, lengths, branching: int) -> list[np.ndarray]:
     return noisy_levels
 
 
+def zero_empty_nodes(noisy_levels, real_leaves, branching: int) -> list[np.ndarray]:
+    """Set every node that covers no real leaf to its known value, 0 (in place; returned).
+
+    ``real_leaves``: a 0/1 array over the tree's ``b**h`` (padded) leaves, 1 where the leaf
+    holds real cells. The general form of :func:`zero_padding` for trees whose padding is not
+    a tail of the leaves (the 2-D trees of ``veil.maps``, whose leaves are listed in
+    nested-block order); private and never worse for the same reasons.
+    """
+    b = int(branching)
+    h = round(math.log(max(np.size(real_leaves), 1), b)) if b > 1 else 0
+    real = _levels_true(np.asarray(real_leaves, dtype=np.int64), b, h)
+    for y, r in zip(noisy_levels, real):
+        empty = r == 0
+        if np.any(empty):
+            y[...] = np.where(empty, 0, y)
+    return noisy_levels
+
+
 def tree_release_batch(X: np.ndarray, *, epsilon: float, branching: int, rng):
     """Boost on every row of ``X`` (shape ``(..., n)``): ``epsilon / L`` per level, inference.
 

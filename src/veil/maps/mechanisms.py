@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from ..histograms.tree import noisy_tree, tree_inference
+from ..histograms.tree import noisy_tree, tree_inference, zero_empty_nodes
 from ..random import make_rng
 from ..release import Release
 from ..validation import check_int, check_positive, check_probability
@@ -291,7 +291,9 @@ def tree2d(x: np.ndarray, *, base: int, level_eps, sensitivity: int, rng,
     unchanged. Level ``l`` (leaves first) gets ``level_eps[l]``; a protected unit changes each
     level by at most ``sensitivity`` in L1, so discrete Laplace of scale ``sensitivity /
     level_eps[l]`` per node (group privacy: the 1-D helper is called with ``eps / sensitivity``).
-    Leaf estimates are spread uniformly over the real cells of their block.
+    Nodes made only of padding are published as their known 0
+    (:func:`veil.histograms.tree.zero_empty_nodes`). Leaf estimates are spread uniformly over
+    the real cells of their block.
 
     Returns ``(estimate (..., rows, cols), level variances, level scales)``.
     """
@@ -313,7 +315,12 @@ def tree2d(x: np.ndarray, *, base: int, level_eps, sensitivity: int, rng,
         est, var, scales = y.astype(np.float64), [v0], [s0]
     else:
         levels, var, scales = noisy_tree(v, branching=base * base, level_epsilons=eps, rng=rng)
-        est = tree_inference(levels, var, base * base)[0]
+        # the nodes made only of padding count nothing whatever the data: publish their 0
+        real = pad_square(np.ones((rows, cols), dtype=np.int64), side)
+        if leaf_side > 1:
+            real = real.reshape(k, leaf_side, k, leaf_side).sum(axis=(-3, -1))
+        real = (real.reshape(-1)[order] > 0).astype(np.int64)
+        est = tree_inference(zero_empty_nodes(levels, real, base * base), var, base * base)[0]
     out = np.empty_like(est)
     out[..., order] = est
     out = out.reshape(*lead, n_leaf_side, n_leaf_side)
