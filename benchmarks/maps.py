@@ -34,12 +34,22 @@ def _family(setting) -> str:
     return setting[0].split("/")[0]
 
 
+def _source(setting) -> str:
+    """The data source of a map: 'dpbench' (both DPBench maps and their quarters), else the
+    point file's ('gowalla', 'foursquare', 'geolife'): the folds of the cross-validation."""
+    from veil.maps.evaluation import DPBENCH_2D
+
+    name = _family(setting)
+    return "dpbench" if name in DPBENCH_2D else name.split("-")[0]
+
+
 def _evaluate_rule(runs, rule):
     """auto / best per setting for a given rule (the same arithmetic as fit_rule)."""
     from veil.maps.auto import fit_rule
 
     grid = {k: [v] for k, v in rule.items()}
-    return fit_rule(runs, grid=grid, reference=("ag", "privtree", "hdmm", "ug", "dawa2d"))[1]
+    return fit_rule(runs, grid=grid, reference=("ag", "privtree", "hdmm", "ug", "dawa2d"),
+                    hdmm_side=())[1]
 
 
 def _fit(a):
@@ -47,14 +57,22 @@ def _fit(a):
     from veil.maps.bench import auto_runs, machine_note, training_shapes
 
     if a.from_json:
-        runs = json.loads(Path(a.from_json).read_text())
+        runs = []
+        for f in a.from_json:
+            runs += json.loads(Path(f).read_text())
         for r in runs:
             r["setting"] = tuple(r["setting"])
-        print(f"# fit: {len(runs)} runs read from {a.from_json}")
+        print(f"# fit: {len(runs)} runs read from {', '.join(a.from_json)}")
         if not a.quadrants:
             runs = [r for r in runs if "/" not in r["setting"][0]]
+        if a.maps == "dpbench":
+            runs = [r for r in runs if _source(r["setting"]) == "dpbench"]
     else:
         shapes = training_shapes(quadrants=a.quadrants)
+        if a.maps == "all":
+            from veil.maps.evaluation import fresh_shapes, real_shapes
+
+            shapes.update({**real_shapes(), **fresh_shapes()})
         scales = [int(float(v)) for v in a.scales]
         print(f"# fit: {len(shapes)} training maps ({', '.join(shapes)}), scales {scales}, "
               f"eps 0.1/1, {a.runs} runs; {machine_note()}")
@@ -66,24 +84,42 @@ def _fit(a):
             Path(a.json).write_text(json.dumps(runs))
     t0 = time.perf_counter()
     ref = ("ag", "privtree", "hdmm", "ug", "dawa2d")
-    rule, rep = fit_rule(runs, reference=ref, occupancy_grid=OCCUPANCY_GRID)
+    kw = dict(reference=ref, occupancy_grid=OCCUPANCY_GRID,
+              privtree_occupancy=a.privtree_occupancy,
+              hdmm_side=("hdmm_entropy",) if a.hdmm_side else ())
+    rule, rep = fit_rule(runs, **kw)
     print(f"# grid search took {time.perf_counter() - t0:.0f} s")
     print(f"fitted on every training map: {rule}; {rep['over_target']} of "
           f"{len(rep['ratios'])} settings above 1.15, worst {rep['worst']:.3f}; "
           f"dawa_occupancy tied over {rep['tied_occupancy']}")
     print(f"shipped RULE = {RULE}")
-    fams = sorted({_family(r["setting"]) for r in runs})
+    fold = _source if a.maps == "all" else _family
+    fams = sorted({fold(r["setting"]) for r in runs})
+    held_out = {}
     for held in fams:
-        tr = [r for r in runs if _family(r["setting"]) != held]
-        te = [r for r in runs if _family(r["setting"]) == held]
-        r1, _ = fit_rule(tr, reference=ref, occupancy_grid=OCCUPANCY_GRID)
+        tr = [r for r in runs if fold(r["setting"]) != held]
+        te = [r for r in runs if fold(r["setting"]) == held]
+        r1, _ = fit_rule(tr, **kw)
         ev = _evaluate_rule(te, r1)
-        full = {k: v for k, v in ev["ratios"].items() if k[0] == held}
-        print(f"leave-one-dataset-out: fitted without {held}: {r1}")
+        held_out.update(ev["ratios"])
+        full = {k: v for k, v in ev["ratios"].items() if "/" not in k[0]}
+        print(f"leave-one-{'source' if a.maps == 'all' else 'dataset'}-out: fitted without "
+              f"{held}: {r1}")
         print(f"  on {held} (all {len(ev['ratios'])} settings, quarters included): "
               f"{ev['over_target']} above 1.15, worst {ev['worst']:.3f}; on the whole map "
               f"({len(full)} settings): {sum(v > 1.15 for v in full.values())} above 1.15, "
               f"worst {max(full.values()):.3f}")
+    print(f"held out (every setting scored by the rule fitted without its fold): "
+          f"{sum(v <= 1.15 for v in held_out.values())} of {len(held_out)} within 1.15, "
+          f"worst {max(held_out.values()):.3f}")
+    for k in sorted(held_out, key=lambda k: (k[0], k[1] * k[2])):
+        if held_out[k] > 1.15:
+            print(f"  held out {k[0]:26s} eps={k[1]:<4g} N={k[2]:<10d} "
+                  f"auto/best={held_out[k]:.2f}")
+    if a.json_rules:
+        Path(a.json_rules).write_text(json.dumps({"all": rule, **{
+            h: fit_rule([r for r in runs if fold(r["setting"]) != h], **kw)[0] for h in fams}},
+            indent=1))
     ev = _evaluate_rule(runs, RULE)
     print(f"shipped RULE on the training runs: {ev['over_target']} of {len(ev['ratios'])} "
           f"settings above 1.15, worst {ev['worst']:.3f}")
@@ -151,7 +187,7 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("accuracy")
     p.add_argument("--runs", type=int, default=10)
-    p.add_argument("--datasets", default="all", choices=("all", "dpbench", "real"))
+    p.add_argument("--datasets", default="all", choices=("all", "dpbench", "real", "fresh"))
     p.add_argument("--scales", nargs="*", default=["1e4", "1e6", "1e8"])
     p.add_argument("--methods", nargs="*", default=None,
                    help="a subset of the methods (default: all, auto and hb-flat)")
@@ -169,7 +205,17 @@ def main(argv=None) -> int:
     p.add_argument("--quadrants", action="store_true",
                    help="also train on the 128 x 128 quarters of the DPBench maps")
     p.add_argument("--json", default=None, help="write the per-run measurements here")
-    p.add_argument("--from-json", default=None, help="refit from measurements written before")
+    p.add_argument("--from-json", nargs="+", default=None,
+                   help="refit from measurements written before (several files: merged)")
+    p.add_argument("--maps", default="dpbench", choices=("dpbench", "all"),
+                   help="training maps: the DPBench maps (folds: each map), or also the "
+                        "maps built from the shared point files (folds: each data source)")
+    p.add_argument("--privtree-occupancy", action="store_true",
+                   help="fit the high-signal PrivTree branch (privtree_occupancy)")
+    p.add_argument("--hdmm-side", action="store_true",
+                   help="resolve hdmm_entropy to the smallest tied value")
+    p.add_argument("--json-rules", default=None,
+                   help="write the rule fitted on all maps and each fold's rule here")
     p = sub.add_parser("scale")
     p.add_argument("--points", type=float, default=1e8)
     p.add_argument("--users", type=int, default=100_000)

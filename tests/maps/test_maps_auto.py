@@ -17,7 +17,8 @@ from veil.errors import ParameterError
 from veil.maps import publish
 from veil.maps.auto import (AUTO_SCALE_FRACTION, DAWA_MAX_CELLS, FEATURE_FRACTION, RULE,
                             apply_rule,
-                            auto_selection, choose_method, coarse_entropy, signal)
+                            auto_selection, choose_method, coarse_entropy, fit_rule,
+                            signal)
 from veil.random import make_rng
 
 CELLS = 256 * 256
@@ -172,3 +173,73 @@ def test_occupancy_separates_sparse_from_filled_maps():
         assert stats.binomtest(k, n, 0.99, alternative="less").pvalue > ALPHA, k
     k = rate(sparse, feature_sensitivity=300)
     assert stats.binomtest(k, n, 0.99, alternative="less").pvalue < ALPHA, k
+
+
+def _fit_runs():
+    """Three settings at a signal of 2: AG wins on two maps of entropy 0.50 and 0.55, HDMM on
+    one of entropy 0.90; every hdmm_entropy in (0.55, 0.90] scores the same."""
+    out = []
+    for name, ent, ag, hd in (("a", 0.50, 1.0, 2.0), ("b", 0.55, 1.0, 2.0), ("c", 0.90, 2.0, 1.0)):
+        out.append({"setting": (name, 1.0, 10**5), "signal": 2.0, "entropy": ent,
+                    "ag_a": ag, "hdmm_a": hd, "hdmm_d": hd, "privtree_a": 3.0,
+                    "ag": ag, "hdmm": hd, "privtree": 3.0, "ug": 3.0})
+    return out
+
+
+_FIT_GRID = {"hdmm_above": [10.0], "privtree_min_signal": [5.0], "privtree_entropy": [0.3],
+             "hdmm_mid_signal": [1.0],
+             "hdmm_entropy": [round(v, 2) for v in np.arange(0.50, 0.801, 0.02)]}
+
+
+def test_fit_resolves_the_spread_threshold_to_the_hdmm_side():
+    rule, rep = fit_rule(_fit_runs(), grid=_FIT_GRID, hdmm_side=("hdmm_entropy",))
+    assert rep["over_target"] == 0 and rep["worst"] == pytest.approx(1.0)
+    assert rep["tied_ranges"]["hdmm_entropy"] == (0.56, 0.8)
+    # the smallest tied value: HDMM beyond the most spread map on which AG won
+    assert rule["hdmm_entropy"] == 0.56
+    # the default resolution (every threshold the median of the tied values) for comparison
+    rule0, _ = fit_rule(_fit_runs(), grid=_FIT_GRID)
+    assert rule0["hdmm_entropy"] == 0.68
+    # a map spread like 0.6 (between the two) now runs HDMM; under the median rule it ran AG
+    sig, ent = np.array([2.0]), np.array([0.6])
+    assert apply_rule(sig, ent, rule).tolist() == ["hdmm"]
+    assert apply_rule(sig, ent, rule0).tolist() == ["ag"]
+
+
+def test_high_signal_privtree_branch():
+    """Above ``hdmm_above``: PrivTree at occupancy <= privtree_occupancy, DAWA-2D up to
+    dawa_occupancy, HDMM above; a rule without the key keeps the two-way split."""
+    r = {**RULE, "dawa_occupancy": 0.03, "privtree_occupancy": 0.004}
+    sig = np.full(4, 100.0)
+    ent = np.full(4, np.nan)
+    occ = np.array([0.002, 0.004, 0.02, 0.2])
+    assert apply_rule(sig, ent, r, occupancy=occ).tolist() == [
+        "privtree", "privtree", "dawa2d", "hdmm"]
+    r0 = {k: v for k, v in r.items() if k != "privtree_occupancy"}
+    assert apply_rule(sig, ent, r0, occupancy=occ).tolist() == [
+        "dawa2d", "dawa2d", "dawa2d", "hdmm"]
+    m, why = choose_method(rows=256, cols=256, epsilon=1.0, scale=10**8, occupancy=0.002,
+                           rule=r)
+    assert m == "privtree" and "privtree if <= 0.004" in why
+
+
+def test_fit_learns_the_high_signal_occupancy_thresholds():
+    """Three maps at a signal of 100: PrivTree wins at occupancy 0.002, DAWA-2D at 0.02, HDMM
+    at 0.2; the second stage puts each threshold in the middle of the gap it must fall in."""
+    runs = []
+    for name, occ, win in (("p", 0.002, "privtree"), ("d", 0.02, "dawa2d"), ("h", 0.2, "hdmm")):
+        e = {m: (1.0 if m == win else 2.0) for m in ("privtree", "dawa2d", "hdmm", "ag", "ug")}
+        runs.append({"setting": (name, 1.0, 10**8), "signal": 100.0, "entropy": np.nan,
+                     "occupancy": occ, "ag_a": e["ag"], "privtree_a": e["privtree"],
+                     "hdmm_a": e["hdmm"], "hdmm_d": e["hdmm"], "dawa2d_a": e["dawa2d"], **e})
+    grid = {k: [v] for k, v in RULE.items() if k != "dawa_occupancy"}
+    og = [-1.0, *(round(0.0025 * k, 4) for k in range(41))]
+    rule, rep = fit_rule(runs, grid=grid, occupancy_grid=og, privtree_occupancy=True,
+                         reference=("ag", "privtree", "hdmm", "ug", "dawa2d"))
+    assert rep["over_target"] == 0
+    assert 0.002 <= rule["privtree_occupancy"] < 0.02 <= rule["dawa_occupancy"] < 0.2
+    assert rep["tied_ranges"]["privtree_occupancy"] == (0.0025, 0.0175)
+    # without the branch the sparse map can only get DAWA-2D: one setting above 1.15
+    rule0, rep0 = fit_rule(runs, grid=grid, occupancy_grid=og,
+                           reference=("ag", "privtree", "hdmm", "ug", "dawa2d"))
+    assert "privtree_occupancy" not in rule0 and rep0["over_target"] == 1

@@ -241,9 +241,11 @@ def apply_rule(sig, ent, rule: dict | None = None, *, occupancy=None) -> np.ndar
     out[hm & ~pt] = "hdmm"
     out[pt] = "privtree"
     out[sig > r["hdmm_above"]] = "hdmm"
-    if "dawa_occupancy" in r:
-        with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"):
+        if "dawa_occupancy" in r:
             out[(sig > r["hdmm_above"]) & (occ <= r["dawa_occupancy"])] = "dawa2d"
+        if "privtree_occupancy" in r:
+            out[(sig > r["hdmm_above"]) & (occ <= r["privtree_occupancy"])] = "privtree"
     return out
 
 
@@ -294,8 +296,10 @@ def _reason(sig: float, ent: float, method: str, r: dict, occ: float = float("na
         if not np.isfinite(occ):
             return (f"{head} > {r['hdmm_above']:g} (no occupancy feature: DAWA-2D is a "
                     f"candidate only up to {DAWA_MAX_CELLS} cells): {method}")
-        return (f"{head} > {r['hdmm_above']:g}, share of non-empty cells {occ:.4f} (dawa2d if "
-                f"<= {r['dawa_occupancy']:g}, else hdmm): {method}")
+        pt = (f"privtree if <= {r['privtree_occupancy']:g}, "
+              if "privtree_occupancy" in r else "")
+        return (f"{head} > {r['hdmm_above']:g}, share of non-empty cells {occ:.4f} ({pt}dawa2d "
+                f"if <= {r['dawa_occupancy']:g}, else hdmm): {method}")
     return (f"{head} <= {r['hdmm_above']:g}, coarse entropy {ent:.3f} (privtree if signal >= "
             f"{r['privtree_min_signal']:g} and entropy <= {r['privtree_entropy']:g}; hdmm if "
             f"signal > {r['hdmm_mid_signal']:g} and entropy >= {r['hdmm_entropy']:g}; else "
@@ -391,17 +395,20 @@ def _ratios(rule, sig, ent, choice, idx, cnt, best, occ=None):
     with np.errstate(invalid="ignore"):
         dw = (direct & (occ <= rule["dawa_occupancy"]) if occ is not None
               and "dawa_occupancy" in rule else np.zeros(sig.shape, dtype=bool))
+        ph = (direct & (occ <= rule["privtree_occupancy"]) if occ is not None
+              and "privtree_occupancy" in rule else np.zeros(sig.shape, dtype=bool))
         pt = ~direct & (sig >= rule["privtree_min_signal"]) & (ent <= rule["privtree_entropy"])
         hm = ~direct & ~pt & (sig > rule["hdmm_mid_signal"]) & (ent >= rule["hdmm_entropy"])
-    e = np.where(dw, choice.get("dawa2d_a", np.inf), np.where(
+    e = np.where(ph, choice["privtree_a"], np.where(dw, choice.get("dawa2d_a", np.inf), np.where(
         direct, choice["hdmm_d"], np.where(pt, choice["privtree_a"], np.where(
-            hm, choice["hdmm_a"], choice["ag_a"]))))
+            hm, choice["hdmm_a"], choice["ag_a"])))))
     return np.bincount(idx, weights=e, minlength=best.size) / cnt / best
 
 
 def fit_rule(runs: list[dict], *, reference=("ag", "privtree", "hdmm", "ug"),
              grid: dict | None = None, target: float = 1.15,
-             occupancy_grid=None) -> tuple[dict, dict]:
+             occupancy_grid=None, hdmm_side=(),
+             privtree_occupancy: bool = False) -> tuple[dict, dict]:
     """Fit :data:`RULE` on per-run measurements (``veil.maps.bench.auto_runs``).
 
     Each run carries ``setting`` (any hashable, e.g. ``(map, eps, N)``), ``signal`` and
@@ -413,6 +420,17 @@ def fit_rule(runs: list[dict], *, reference=("ag", "privtree", "hdmm", "ug"),
     the smallest mean log ratio (to 3 decimals), tie; each threshold is then the median of the
     tied rules' values (snapped to the grid): where the training data cannot tell thresholds
     apart, the middle of the undecided range. Returns ``(rule, report)``.
+
+    Except the thresholds named in ``hdmm_side`` (e.g. ``('hdmm_entropy',)``): each is the
+    smallest value among the tied rules that share the other thresholds' (median) values.
+    ``hdmm_entropy`` separates AG (below) from HDMM (above) on the spread side of the
+    concentration feature, at signals above ``hdmm_mid_signal``: AG's error grows with how
+    spread the map is (it assumes the points uniform inside its cells), HDMM's error does not
+    depend on the data at all and is known in closed form. So just beyond the most spread
+    training map on which AG won, the rule runs the mechanism whose error is known rather than
+    extrapolate AG's win; the signal threshold stays the median, since at low signal a spread
+    map favours AG for a reason that holds on any map (its uniform cells are then right).
+    With ``hdmm_side=()`` (the default) every threshold is a median.
 
     With ``occupancy_grid`` (runs carrying ``occupancy`` and ``dawa2d_a``, DAWA-2D's error at
     ``auto``'s budget), a second stage: the five thresholds fixed, ``dawa_occupancy`` is chosen
@@ -437,6 +455,11 @@ def fit_rule(runs: list[dict], *, reference=("ag", "privtree", "hdmm", "ug"),
     grid = dict(grid)
     if "dawa_occupancy" in grid:
         occupancy_grid = grid.pop("dawa_occupancy")
+    pt_grid = None
+    if "privtree_occupancy" in grid:
+        pt_grid = grid.pop("privtree_occupancy")
+    elif privtree_occupancy and occupancy_grid is not None:
+        pt_grid = occupancy_grid
     names = list(grid)
     choice = {"hdmm_d": err["hdmm_d"], "hdmm_a": err["hdmm_a"], "privtree_a": err["privtree_a"],
               "ag_a": err["ag_a"]}
@@ -451,32 +474,55 @@ def fit_rule(runs: list[dict], *, reference=("ag", "privtree", "hdmm", "ug"),
                        combo))
     top = min(k for k, _ in scored)
     tied = np.array([c for k, c in scored if k == top], dtype=np.float64)
+    tied_ranges = {n: (float(tied[:, j].min()), float(tied[:, j].max()))
+                   for j, n in enumerate(names)}
+    n_tied = int(tied.shape[0])
     # thresholds the training data cannot tell apart: the middle of the tied candidates (the
     # median per threshold, snapped to the grid), not the first one met
     rule = {}
     for j, n in enumerate(names):
         vals = np.array(grid[n], dtype=np.float64)
         rule[n] = float(vals[np.argmin(np.abs(vals - np.median(tied[:, j])))])
+    # except a threshold bounding the data-independent branch on the spread side: the smallest
+    # value tied with the others' values (see the docstring)
+    for n in hdmm_side:
+        if n in names:
+            j = names.index(n)
+            same = np.all([tied[:, k] == rule[m] for k, m in enumerate(names) if m != n],
+                          axis=0)
+            if same.any():
+                rule[n] = float(tied[same, j].min())
     if occupancy_grid is not None:
         occ = np.array([r["occupancy"] for r in runs])
         choice["dawa2d_a"] = np.array([r["dawa2d_a"] for r in runs])
+        og = np.asarray(occupancy_grid, dtype=np.float64)
+        pg = None if pt_grid is None else np.asarray(pt_grid, dtype=np.float64)
+        pairs = [(tp, td) for td in og for tp in (pg if pg is not None else [np.nan])
+                 if not (tp > td and tp >= 0)]
         sc = []
-        for t in occupancy_grid:
-            ratio = _ratios({**rule, "dawa_occupancy": float(t)}, sig, ent, choice, idx, cnt,
-                            best, occ)
+        for tp, td in pairs:
+            r2 = {**rule, "dawa_occupancy": float(td)}
+            if pg is not None:
+                r2["privtree_occupancy"] = float(tp)
+            ratio = _ratios(r2, sig, ent, choice, idx, cnt, best, occ)
             sc.append((int(np.sum(ratio > target)), round(float(np.mean(np.log(ratio))), 3)))
         top = min(sc)
-        vals = np.array([float(t) for t, k in zip(occupancy_grid, sc) if k == top])
-        og = np.asarray(occupancy_grid, dtype=np.float64)
-        rule["dawa_occupancy"] = float(og[np.argmin(np.abs(og - np.median(vals)))])
+        tp_v = np.array([p[0] for p, k in zip(pairs, sc) if k == top])
+        td_v = np.array([p[1] for p, k in zip(pairs, sc) if k == top])
+        rule["dawa_occupancy"] = float(og[np.argmin(np.abs(og - np.median(td_v)))])
+        if pg is not None:
+            rule["privtree_occupancy"] = float(pg[np.argmin(np.abs(pg - np.median(tp_v)))])
         ratio = _ratios(rule, sig, ent, choice, idx, cnt, best, occ)
-        tied_occ = (float(vals.min()), float(vals.max()), int(vals.size))
+        tied_occ = (float(td_v.min()), float(td_v.max()), int(td_v.size))
+        if pg is not None:
+            tied_ranges["privtree_occupancy"] = (float(tp_v.min()), float(tp_v.max()))
     else:
         ratio = _ratios(rule, sig, ent, choice, idx, cnt, best)
         tied_occ = None
     best_rule = rule
     best_rep = {"over_target": int(np.sum(ratio > target)),
                 "mean_log": float(np.mean(np.log(ratio))), "worst": float(ratio.max()),
-                "tied": int(tied.shape[0]), "tied_occupancy": tied_occ,
+                "tied": n_tied, "tied_occupancy": tied_occ,
+                "tied_ranges": tied_ranges,
                 "ratios": dict(zip(settings, ratio.tolist()))}
     return best_rule, best_rep

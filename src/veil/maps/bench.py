@@ -60,13 +60,13 @@ def accuracy_table(*, runs: int = 10, scales=(10**4, 10**6, 10**8), epsilons=(0.
                    log=print):
     """Run the DPBench 2-D protocol; returns ``(rows, markdown)``.
 
-    ``datasets``: ``'dpbench'``, ``'real'`` (held-out maps from the shared point files) or
-    ``'all'``. ``params``: extra keyword arguments per method (e.g. ``{'auto': {'rule': ...}}``
+    ``datasets``: ``'dpbench'``, ``'real'`` (held-out maps from the shared point files),
+    ``'all'`` (both) or ``'fresh'`` (the second held-out set, :func:`fresh_shapes`). ``params``: extra keyword arguments per method (e.g. ``{'auto': {'rule': ...}}``
     to evaluate another rule on the same draws). Seeded: an experiment, not a release.
     """
     from ..random import make_rng
     from .api import MECHANISMS
-    from .evaluation import evaluate, load_dpbench_2d, real_shapes
+    from .evaluation import evaluate, fresh_shapes, load_dpbench_2d, real_shapes
 
     methods = list(methods or (*MECHANISMS, "auto", "hb-flat"))
     shapes = {}
@@ -74,6 +74,8 @@ def accuracy_table(*, runs: int = 10, scales=(10**4, 10**6, 10**8), epsilons=(0.
         shapes.update(load_dpbench_2d())
     if datasets in ("real", "all"):
         shapes.update(real_shapes())
+    if datasets == "fresh":
+        shapes.update(fresh_shapes())
     log(f"# maps accuracy: {len(shapes)} maps ({', '.join(shapes)}), eps {list(epsilons)}, "
         f"scales {[f'{s:.0e}' for s in scales]}, {runs} runs, 2000 random rectangles; "
         f"{machine_note()}")

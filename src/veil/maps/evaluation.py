@@ -28,7 +28,7 @@ from ..validation import check_int
 from ._blocks import prefix2d, rect_sums
 
 __all__ = ["DPBENCH_2D", "load_dpbench_2d", "random_rectangles", "rectangle_answers",
-           "scaled_error", "resample_map", "real_shapes", "flat_hb", "evaluate", "EvalRow",
+           "scaled_error", "resample_map", "real_shapes", "fresh_shapes", "flat_hb", "evaluate", "EvalRow",
            "summarize"]
 
 #: file stems of the two DPBench 2-D histograms (256 x 256)
@@ -142,6 +142,37 @@ def real_shapes(rows: int = 256, cols: int = 256) -> dict[str, np.ndarray]:
         protects="record").counts
     g = MapGrid.from_region("beijing-4th-ring", rows, cols)
     out["geolife-beijing"] = read_geolife_plt(
+        shared_data_path("geolife", "geolife_long_10_MB"), g)
+    return out
+
+
+#: the box of :func:`fresh_shapes`' wider Beijing map (greater Beijing, well beyond the 4th ring;
+#: fixed before any measurement on it)
+BEIJING_WIDE = (39.6, 115.9, 40.3, 116.9)
+
+
+def fresh_shapes(rows: int = 256, cols: int = 256) -> dict[str, np.ndarray]:
+    """A second set of held-out maps, built like :func:`real_shapes` over other public boxes.
+
+    Declared (2026-12-06) before any mechanism or rule was run on them, to evaluate changes of
+    ``auto``'s rule that were made after looking at :func:`real_shapes`' results: Foursquare
+    over ``manhattan``, Gowalla over ``world`` and GeoLife over :data:`BEIJING_WIDE`. They
+    share points with :func:`real_shapes` (the same three files) but not the maps.
+    """
+    from .grid import MapGrid
+    from .points import grid_counts, read_geolife_plt
+
+    out = {}
+    g = MapGrid.from_region("manhattan", rows, cols)
+    out["foursquare-manhattan"] = grid_counts(
+        shared_data_path("foursquare-nyc", "foursquare_nyc.csv"), g, lat="lat", lon="lon",
+        protects="record").counts
+    g = MapGrid.from_region("world", rows, cols)
+    out["gowalla-world"] = grid_counts(
+        shared_data_path("gowalla", "gowalla_events_10k.tsv"), g, lat="column2",
+        lon="column3", protects="record", csv_header=False, delimiter="\t").counts
+    g = MapGrid(*BEIJING_WIDE, rows, cols)
+    out["geolife-beijing-wide"] = read_geolife_plt(
         shared_data_path("geolife", "geolife_long_10_MB"), g)
     return out
 
