@@ -4,18 +4,26 @@ Usage (from the project root; real data in ../shared or $VEIL_SHARED)::
 
     PYTHONPATH=src python benchmarks/maps.py accuracy --runs 10        # DPBench 2-D protocol
     PYTHONPATH=src python benchmarks/maps.py table a.json b.json       # merge accuracy runs
-    PYTHONPATH=src python benchmarks/maps.py fit --runs 6              # fit auto's rule
+    PYTHONPATH=src python benchmarks/maps.py fit --runs 6 --json dp.json            # DPBench maps
+    PYTHONPATH=src python benchmarks/maps.py fit --runs 6 --maps points --seed 12 --json pts.json
+    PYTHONPATH=src python benchmarks/maps.py fit --from-json dp.json pts.json --maps all \
+        --json-rules rules.json                                        # fit auto's rule
+    PYTHONPATH=src python benchmarks/maps.py autoeval --rules rules.json --seed 0
     PYTHONPATH=src python benchmarks/maps.py scale --points 100000000  # 10^8 points, 1024^2
 
 accuracy: every mechanism, auto and the flattened-HB baseline on the two DPBench 2-D
-histograms and the held-out real maps (Gowalla, Foursquare NYC, GeoLife), eps 0.1 and 1,
-scales 1e4, 1e6, 1e8, 2000 random rectangles, scaled mean absolute error.
-fit: auto's selection stage and its candidates (AG, PrivTree, HDMM at auto's budgets; AG,
-PrivTree, HDMM, UG at the full budget for the best per setting) on the two DPBench 2-D maps and
-(with --quadrants) their 128 x 128 quarters at half-decade scales; the thresholds of auto's
-rule by grid search (fewest settings above 1.15x of the best, then the mean log ratio, ties
-resolved to the middle), fitted on every training map and leaving each DPBench dataset out in
-turn.
+histograms and the maps built from the shared point files (``--datasets real``: Gowalla over
+conus, Foursquare over nyc, GeoLife over Beijing's 4th ring; ``--datasets fresh``: Foursquare
+over manhattan, Gowalla over the world, GeoLife over greater Beijing), eps 0.1 and 1, scales
+1e4, 1e6, 1e8, 2000 random rectangles, scaled mean absolute error.
+fit: auto's selection stage and its candidates (AG, PrivTree, HDMM, DAWA-2D at auto's budgets;
+AG, PrivTree, HDMM, UG, DAWA-2D at the full budget for the best per setting) on the training
+maps (``--maps``) at half-decade scales; the thresholds of auto's rule by grid search (fewest
+settings above 1.15x of the best, then the mean log ratio, ties resolved to the middle), fitted
+on every training map and leaving each dataset (DPBench only) or each data source out in turn.
+autoeval: the protocol (10 runs) on all eight maps with every mechanism, auto with the shipped
+rule, auto with the rule of the fold that left the map's source out (held out) and, with
+``--previous-rule``, another rule on the same draws; a markdown table and its summary.
 scale: synthetic points written by a streaming DuckDB COPY to a Parquet file in /tmp (not
 committed), then points -> 1024 x 1024 map locally and on Dask (2 local workers), record and
 person level; wall time and peak resident memory of every process.
@@ -48,8 +56,7 @@ def _evaluate_rule(runs, rule):
     from veil.maps.auto import fit_rule
 
     grid = {k: [v] for k, v in rule.items()}
-    return fit_rule(runs, grid=grid, reference=("ag", "privtree", "hdmm", "ug", "dawa2d"),
-                    hdmm_side=())[1]
+    return fit_rule(runs, grid=grid, reference=("ag", "privtree", "hdmm", "ug", "dawa2d"))[1]
 
 
 def _fit(a):
@@ -67,9 +74,11 @@ def _fit(a):
             runs = [r for r in runs if "/" not in r["setting"][0]]
         if a.maps == "dpbench":
             runs = [r for r in runs if _source(r["setting"]) == "dpbench"]
+        elif a.maps == "points":
+            runs = [r for r in runs if _source(r["setting"]) != "dpbench"]
     else:
-        shapes = training_shapes(quadrants=a.quadrants)
-        if a.maps == "all":
+        shapes = training_shapes(quadrants=a.quadrants) if a.maps != "points" else {}
+        if a.maps in ("all", "points"):
             from veil.maps.evaluation import fresh_shapes, real_shapes
 
             shapes.update({**real_shapes(), **fresh_shapes()})
@@ -77,7 +86,7 @@ def _fit(a):
         print(f"# fit: {len(shapes)} training maps ({', '.join(shapes)}), scales {scales}, "
               f"eps 0.1/1, {a.runs} runs; {machine_note()}")
         t0 = time.perf_counter()
-        runs = auto_runs(shapes, scales=scales, runs=a.runs, seed=11,
+        runs = auto_runs(shapes, scales=scales, runs=a.runs, seed=a.seed,
                          progress=lambda m: print(f"  {m}", flush=True))
         print(f"# training runs took {time.perf_counter() - t0:.0f} s")
         if a.json:
@@ -85,15 +94,14 @@ def _fit(a):
     t0 = time.perf_counter()
     ref = ("ag", "privtree", "hdmm", "ug", "dawa2d")
     kw = dict(reference=ref, occupancy_grid=OCCUPANCY_GRID,
-              privtree_occupancy=a.privtree_occupancy,
-              hdmm_side=("hdmm_entropy",) if a.hdmm_side else ())
+              privtree_occupancy=a.privtree_occupancy)
     rule, rep = fit_rule(runs, **kw)
     print(f"# grid search took {time.perf_counter() - t0:.0f} s")
     print(f"fitted on every training map: {rule}; {rep['over_target']} of "
           f"{len(rep['ratios'])} settings above 1.15, worst {rep['worst']:.3f}; "
           f"dawa_occupancy tied over {rep['tied_occupancy']}")
     print(f"shipped RULE = {RULE}")
-    fold = _source if a.maps == "all" else _family
+    fold = _family if a.maps == "dpbench" else _source
     fams = sorted({fold(r["setting"]) for r in runs})
     held_out = {}
     for held in fams:
@@ -103,12 +111,15 @@ def _fit(a):
         ev = _evaluate_rule(te, r1)
         held_out.update(ev["ratios"])
         full = {k: v for k, v in ev["ratios"].items() if "/" not in k[0]}
-        print(f"leave-one-{'source' if a.maps == 'all' else 'dataset'}-out: fitted without "
+        print(f"leave-one-{'dataset' if a.maps == 'dpbench' else 'source'}-out: fitted without "
               f"{held}: {r1}")
-        print(f"  on {held} (all {len(ev['ratios'])} settings, quarters included): "
-              f"{ev['over_target']} above 1.15, worst {ev['worst']:.3f}; on the whole map "
-              f"({len(full)} settings): {sum(v > 1.15 for v in full.values())} above 1.15, "
-              f"worst {max(full.values()):.3f}")
+        quarters = len(full) < len(ev["ratios"])
+        print(f"  on {held} ({len(ev['ratios'])} settings"
+              f"{', quarters included' if quarters else ''}): {ev['over_target']} above "
+              f"1.15, worst {ev['worst']:.3f}" + (
+                  f"; on the whole maps ({len(full)} settings): "
+                  f"{sum(v > 1.15 for v in full.values())} above 1.15, worst "
+                  f"{max(full.values()):.3f}" if quarters else ""))
     print(f"held out (every setting scored by the rule fitted without its fold): "
           f"{sum(v <= 1.15 for v in held_out.values())} of {len(held_out)} within 1.15, "
           f"worst {max(held_out.values()):.3f}")
@@ -155,6 +166,88 @@ def _table(a):
     order = ["identity", "ug", "ag", "quadtree", "hb2d", "privtree", "dawa2d", "hdmm", "auto",
              "hb-flat"]
     print(format_rows(rows, [m for m in order if m in methods]))
+
+
+def _autoeval(a):
+    """auto with the shipped rule, each fold's rule (held out) and a previous rule, on the
+    protocol's draws of all eight maps, beside every mechanism; a table and its summary."""
+    from veil.maps.api import MECHANISMS
+    from veil.maps.auto import RULE
+    from veil.maps.bench import accuracy_table
+
+    rules = json.loads(Path(a.rules).read_text())
+    if rules.get("all") != RULE:
+        raise SystemExit(f"{a.rules}: its 'all' rule {rules.get('all')} is not the shipped "
+                         f"RULE {RULE}; refit or ship it first")
+    prev = json.loads(a.previous_rule) if a.previous_rule else None
+    err, chosen = {}, {}
+    for group in ("all", "fresh"):
+        rows, _ = accuracy_table(runs=a.runs, datasets=group, seed=a.seed)
+        for r in rows:
+            err[(r.dataset, r.epsilon, r.scale, r.method)] = r.error
+            if r.method == "auto":
+                chosen[(r.dataset, r.epsilon, r.scale)] = dict(_counts(r.chosen))
+        variants = {f"fold:{k}": v for k, v in rules.items() if k != "all"}
+        if prev:
+            variants["previous"] = prev
+        for name, rule in variants.items():
+            rows, _ = accuracy_table(runs=a.runs, datasets=group, seed=a.seed,
+                                     methods=["auto"], params={"auto": {"rule": rule}},
+                                     log=lambda m: None)
+            for r in rows:
+                err[(r.dataset, r.epsilon, r.scale, name)] = r.error
+    mech = list(MECHANISMS)
+    keys = sorted({k[:3] for k in err}, key=lambda k: (_source(k), k[0], k[2], k[1]))
+    head = ["map", "eps", "scale", *mech, "auto", "hb-flat", "best", "auto / best",
+            "held-out auto / best", *(["previous auto / best"] if prev else []),
+            "best / min(UG, AG)", "auto / min(UG, AG)", "held-out auto / min(UG, AG)",
+            "best / hb-flat", "auto chose (of runs)"]
+    print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+    stats = {}
+    for k in keys:
+        e = {m: err[(*k, m)] for m in mech}
+        best = min(e, key=e.get)
+        ug = min(e["ug"], e["ag"])
+        auto, ho = err[(*k, "auto")], err[(*k, f"fold:{_source(k)}")]
+        cells = [k[0], f"{k[1]:g}", f"{k[2]:.0e}", *(f"{e[m]:.3g}" for m in mech),
+                 f"{auto:.3g}", f"{err[(*k, 'hb-flat')]:.3g}", best,
+                 f"{auto / e[best]:.2f}", f"{ho / e[best]:.2f}"]
+        if prev:
+            cells.append(f"{err[(*k, 'previous')] / e[best]:.2f}")
+        cells += [f"{e[best] / ug:.2f}", f"{auto / ug:.2f}", f"{ho / ug:.2f}",
+                  f"{e[best] / err[(*k, 'hb-flat')]:.2f}",
+                  ", ".join(f"{m} {c}" for m, c in chosen[k].items())]
+        print("| " + " | ".join(cells) + " |")
+        for name, v in (("auto", auto), ("held-out auto", ho),
+                        *((("previous auto", err[(*k, "previous")]),) if prev else ())):
+            st = stats.setdefault(name, {"within": 0, "n": 0, "worst": 0.0, "ugag": 0.0,
+                                         "flat": 0.0})
+            st["within"] += v / e[best] <= 1.15
+            st["n"] += 1
+            st["worst"] = max(st["worst"], v / e[best])
+            st["ugag"] = max(st["ugag"], v / ug)
+            st["flat"] = max(st["flat"], v / err[(*k, "hb-flat")])
+        bst = stats.setdefault("best", {"ugag": 0.0, "flat": 0.0})
+        bst["ugag"] = max(bst["ugag"], e[best] / ug)
+        bst["flat"] = max(bst["flat"], e[best] / err[(*k, "hb-flat")])
+    print()
+    for name, st in stats.items():
+        if name == "best":
+            print(f"- best mechanism: at most {st['ugag']:.2f}x min(UG, AG) and "
+                  f"{st['flat']:.2f}x hb-flat in every row")
+            continue
+        print(f"- {name}: within 1.15x of the best in {st['within']} of {st['n']} rows, "
+              f"worst {st['worst']:.2f}; at most {st['ugag']:.2f}x min(UG, AG) and "
+              f"{st['flat']:.2f}x hb-flat")
+    if a.json:
+        Path(a.json).write_text(json.dumps({"|".join(map(str, k)): v for k, v in err.items()},
+                                           indent=1))
+
+
+def _counts(items):
+    from collections import Counter
+
+    return Counter(items).most_common()
 
 
 def _scale(a):
@@ -207,15 +300,24 @@ def main(argv=None) -> int:
     p.add_argument("--json", default=None, help="write the per-run measurements here")
     p.add_argument("--from-json", nargs="+", default=None,
                    help="refit from measurements written before (several files: merged)")
-    p.add_argument("--maps", default="dpbench", choices=("dpbench", "all"),
-                   help="training maps: the DPBench maps (folds: each map), or also the "
-                        "maps built from the shared point files (folds: each data source)")
+    p.add_argument("--maps", default="dpbench", choices=("dpbench", "points", "all"),
+                   help="training maps: the DPBench maps (folds: each map), the six maps "
+                        "built from the shared point files, or both (folds: each source)")
+    p.add_argument("--seed", type=int, default=11,
+                   help="the experiment's seed for the training runs (shipped fit: 11 for the "
+                        "DPBench maps, 12 for the point-file maps)")
     p.add_argument("--privtree-occupancy", action="store_true",
                    help="fit the high-signal PrivTree branch (privtree_occupancy)")
-    p.add_argument("--hdmm-side", action="store_true",
-                   help="resolve hdmm_entropy to the smallest tied value")
     p.add_argument("--json-rules", default=None,
                    help="write the rule fitted on all maps and each fold's rule here")
+    p = sub.add_parser("autoeval")
+    p.add_argument("--rules", required=True,
+                   help="fit --json-rules output: the rule fitted on all maps (must be the "
+                        "shipped RULE) and each fold's rule")
+    p.add_argument("--previous-rule", default=None, help="another rule as JSON, side by side")
+    p.add_argument("--runs", type=int, default=10)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", default=None)
     p = sub.add_parser("scale")
     p.add_argument("--points", type=float, default=1e8)
     p.add_argument("--users", type=int, default=100_000)
@@ -227,7 +329,8 @@ def main(argv=None) -> int:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--json", default=None)
     a = ap.parse_args(argv)
-    {"fit": _fit, "accuracy": _accuracy, "table": _table, "scale": _scale}[a.cmd](a)
+    {"fit": _fit, "accuracy": _accuracy, "table": _table, "scale": _scale,
+     "autoeval": _autoeval}[a.cmd](a)
     return 0
 
 

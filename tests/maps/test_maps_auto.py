@@ -175,37 +175,6 @@ def test_occupancy_separates_sparse_from_filled_maps():
     assert stats.binomtest(k, n, 0.99, alternative="less").pvalue < ALPHA, k
 
 
-def _fit_runs():
-    """Three settings at a signal of 2: AG wins on two maps of entropy 0.50 and 0.55, HDMM on
-    one of entropy 0.90; every hdmm_entropy in (0.55, 0.90] scores the same."""
-    out = []
-    for name, ent, ag, hd in (("a", 0.50, 1.0, 2.0), ("b", 0.55, 1.0, 2.0), ("c", 0.90, 2.0, 1.0)):
-        out.append({"setting": (name, 1.0, 10**5), "signal": 2.0, "entropy": ent,
-                    "ag_a": ag, "hdmm_a": hd, "hdmm_d": hd, "privtree_a": 3.0,
-                    "ag": ag, "hdmm": hd, "privtree": 3.0, "ug": 3.0})
-    return out
-
-
-_FIT_GRID = {"hdmm_above": [10.0], "privtree_min_signal": [5.0], "privtree_entropy": [0.3],
-             "hdmm_mid_signal": [1.0],
-             "hdmm_entropy": [round(v, 2) for v in np.arange(0.50, 0.801, 0.02)]}
-
-
-def test_fit_resolves_the_spread_threshold_to_the_hdmm_side():
-    rule, rep = fit_rule(_fit_runs(), grid=_FIT_GRID, hdmm_side=("hdmm_entropy",))
-    assert rep["over_target"] == 0 and rep["worst"] == pytest.approx(1.0)
-    assert rep["tied_ranges"]["hdmm_entropy"] == (0.56, 0.8)
-    # the smallest tied value: HDMM beyond the most spread map on which AG won
-    assert rule["hdmm_entropy"] == 0.56
-    # the default resolution (every threshold the median of the tied values) for comparison
-    rule0, _ = fit_rule(_fit_runs(), grid=_FIT_GRID)
-    assert rule0["hdmm_entropy"] == 0.68
-    # a map spread like 0.6 (between the two) now runs HDMM; under the median rule it ran AG
-    sig, ent = np.array([2.0]), np.array([0.6])
-    assert apply_rule(sig, ent, rule).tolist() == ["hdmm"]
-    assert apply_rule(sig, ent, rule0).tolist() == ["ag"]
-
-
 def test_high_signal_privtree_branch():
     """Above ``hdmm_above``: PrivTree at occupancy <= privtree_occupancy, DAWA-2D up to
     dawa_occupancy, HDMM above; a rule without the key keeps the two-way split."""

@@ -6,7 +6,8 @@ each person contributes (:func:`grid_counts`, in DuckDB), and publishes the coun
 eps-DP mechanism (:func:`publish`): Identity, UG and AG (Qardaji et al. ICDE 2013), a quadtree
 with geometric budget and constrained inference (Cormode et al. ICDE 2012), PrivTree (Zhang et
 al. SIGMOD 2016), HB2D, DAWA-2D (Hilbert order + 1-D DAWA) and HDMM with a Kronecker strategy
-(McKenna et al. PVLDB 2018), or ``auto`` (a public rule fitted on DPBench's 2-D data).
+(McKenna et al. PVLDB 2018), or ``auto`` (a public rule fitted on DPBench's 2-D data and six maps of
+the shared point files).
 :func:`publish_points` does all three steps from a file; :func:`write_map` writes the table,
 GeoJSON, PNG and GeoTIFF outputs, :func:`read_map` and :func:`query_boxes` answer rectangle
 queries from a published map.

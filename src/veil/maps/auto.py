@@ -21,9 +21,9 @@ release records every share):
    non-empty cells DAWA-2D's partition isolates while it merges the empty runs of the Hilbert
    order. Only on grids of at most :data:`DAWA_MAX_CELLS` cells (a public condition).
 
-Then (thresholds in :data:`RULE`, fitted on DPBench's 2-D data by :func:`fit_rule`; DAWA-2D
-never wins on those maps, so ``dawa_occupancy`` is only the middle of the values they leave
-undecided, see docs/maps.md):
+Then (thresholds in :data:`RULE`, fitted by :func:`fit_rule` on the two DPBench 2-D maps and
+six maps built from the shared Gowalla, Foursquare and GeoLife point files, with a
+leave-one-source-out evaluation, see docs/maps.md):
 
 * ``sigma > hdmm_above`` and occupancy ``<= dawa_occupancy``: **DAWA-2D** (a very sparse map);
 * ``sigma > hdmm_above``: **HDMM** (its data-independent error is the lowest once the counts
@@ -73,9 +73,10 @@ DAWA_MAX_CELLS = 512 * 512
 #: cells non-empty, in steps of 0.25 %), fixed before the fit
 OCCUPANCY_GRID = (-1.0, *(round(0.0025 * k, 4) for k in range(41)))
 
-#: the fitted thresholds (``python benchmarks/maps.py fit``; docs/maps.md, docs/benchmarks.md)
-RULE = {"hdmm_above": 10.0, "privtree_min_signal": 0.0562, "privtree_entropy": 0.46,
-        "hdmm_mid_signal": 1.0, "hdmm_entropy": 0.7, "dawa_occupancy": 0.0175}
+#: the fitted thresholds (``python benchmarks/maps.py fit --maps all``: the two DPBench 2-D maps
+#: and six maps built from the shared point files; docs/maps.md, docs/benchmarks.md)
+RULE = {"hdmm_above": 5.6234, "privtree_min_signal": 0.0178, "privtree_entropy": 0.42,
+        "hdmm_mid_signal": 0.1778, "hdmm_entropy": 0.62, "dawa_occupancy": 0.035}
 
 
 def signal(*, rows: int, cols: int, epsilon: float, scale: float, sensitivity: int = 1
@@ -407,8 +408,7 @@ def _ratios(rule, sig, ent, choice, idx, cnt, best, occ=None):
 
 def fit_rule(runs: list[dict], *, reference=("ag", "privtree", "hdmm", "ug"),
              grid: dict | None = None, target: float = 1.15,
-             occupancy_grid=None, hdmm_side=(),
-             privtree_occupancy: bool = False) -> tuple[dict, dict]:
+             occupancy_grid=None, privtree_occupancy: bool = False) -> tuple[dict, dict]:
     """Fit :data:`RULE` on per-run measurements (``veil.maps.bench.auto_runs``).
 
     Each run carries ``setting`` (any hashable, e.g. ``(map, eps, N)``), ``signal`` and
@@ -420,17 +420,6 @@ def fit_rule(runs: list[dict], *, reference=("ag", "privtree", "hdmm", "ug"),
     the smallest mean log ratio (to 3 decimals), tie; each threshold is then the median of the
     tied rules' values (snapped to the grid): where the training data cannot tell thresholds
     apart, the middle of the undecided range. Returns ``(rule, report)``.
-
-    Except the thresholds named in ``hdmm_side`` (e.g. ``('hdmm_entropy',)``): each is the
-    smallest value among the tied rules that share the other thresholds' (median) values.
-    ``hdmm_entropy`` separates AG (below) from HDMM (above) on the spread side of the
-    concentration feature, at signals above ``hdmm_mid_signal``: AG's error grows with how
-    spread the map is (it assumes the points uniform inside its cells), HDMM's error does not
-    depend on the data at all and is known in closed form. So just beyond the most spread
-    training map on which AG won, the rule runs the mechanism whose error is known rather than
-    extrapolate AG's win; the signal threshold stays the median, since at low signal a spread
-    map favours AG for a reason that holds on any map (its uniform cells are then right).
-    With ``hdmm_side=()`` (the default) every threshold is a median.
 
     With ``occupancy_grid`` (runs carrying ``occupancy`` and ``dawa2d_a``, DAWA-2D's error at
     ``auto``'s budget), a second stage: the five thresholds fixed, ``dawa_occupancy`` is chosen
@@ -483,15 +472,6 @@ def fit_rule(runs: list[dict], *, reference=("ag", "privtree", "hdmm", "ug"),
     for j, n in enumerate(names):
         vals = np.array(grid[n], dtype=np.float64)
         rule[n] = float(vals[np.argmin(np.abs(vals - np.median(tied[:, j])))])
-    # except a threshold bounding the data-independent branch on the spread side: the smallest
-    # value tied with the others' values (see the docstring)
-    for n in hdmm_side:
-        if n in names:
-            j = names.index(n)
-            same = np.all([tied[:, k] == rule[m] for k, m in enumerate(names) if m != n],
-                          axis=0)
-            if same.any():
-                rule[n] = float(tied[same, j].min())
     if occupancy_grid is not None:
         occ = np.array([r["occupancy"] for r in runs])
         choice["dawa2d_a"] = np.array([r["dawa2d_a"] for r in runs])

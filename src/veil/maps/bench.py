@@ -60,9 +60,10 @@ def accuracy_table(*, runs: int = 10, scales=(10**4, 10**6, 10**8), epsilons=(0.
                    log=print):
     """Run the DPBench 2-D protocol; returns ``(rows, markdown)``.
 
-    ``datasets``: ``'dpbench'``, ``'real'`` (held-out maps from the shared point files),
-    ``'all'`` (both) or ``'fresh'`` (the second held-out set, :func:`fresh_shapes`). ``params``: extra keyword arguments per method (e.g. ``{'auto': {'rule': ...}}``
-    to evaluate another rule on the same draws). Seeded: an experiment, not a release.
+    ``datasets``: ``'dpbench'``, ``'real'`` (maps from the shared point files), ``'all'``
+    (both) or ``'fresh'`` (the second set of maps from the point files, :func:`fresh_shapes`).
+    ``params``: extra keyword arguments per method (e.g. ``{'auto': {'rule': ...}}`` to
+    evaluate another rule on the same draws). Seeded: an experiment, not a release.
     """
     from ..random import make_rng
     from .api import MECHANISMS
