@@ -143,6 +143,7 @@ def _accuracy(a):
 
     rows, table = accuracy_table(runs=a.runs, datasets=a.datasets, methods=a.methods,
                                  scales=tuple(int(float(s)) for s in a.scales), seed=a.seed,
+                                 side=a.side,
                                  params={"auto": {"rule": json.loads(a.auto_rule)}}
                                  if a.auto_rule else None)
     print(table)
@@ -182,7 +183,7 @@ def _autoeval(a):
     prev = json.loads(a.previous_rule) if a.previous_rule else None
     err, chosen = {}, {}
     for group in ("all", "fresh"):
-        rows, _ = accuracy_table(runs=a.runs, datasets=group, seed=a.seed)
+        rows, _ = accuracy_table(runs=a.runs, datasets=group, seed=a.seed, side=a.side)
         for r in rows:
             err[(r.dataset, r.epsilon, r.scale, r.method)] = r.error
             if r.method == "auto":
@@ -193,7 +194,7 @@ def _autoeval(a):
         for name, rule in variants.items():
             rows, _ = accuracy_table(runs=a.runs, datasets=group, seed=a.seed,
                                      methods=["auto"], params={"auto": {"rule": rule}},
-                                     log=lambda m: None)
+                                     side=a.side, log=lambda m: None)
             for r in rows:
                 err[(r.dataset, r.epsilon, r.scale, name)] = r.error
     mech = list(MECHANISMS)
@@ -285,6 +286,7 @@ def main(argv=None) -> int:
     p.add_argument("--methods", nargs="*", default=None,
                    help="a subset of the methods (default: all, auto and hb-flat)")
     p.add_argument("--seed", type=int, default=0, help="the experiment's seed (tables: 0)")
+    p.add_argument("--side", type=int, default=256, help="grid side of the maps (protocol: 256)")
     p.add_argument("--auto-rule", default=None,
                    help="auto's thresholds as JSON (default: the shipped RULE); a rule without "
                         "dawa_occupancy is auto before its DAWA-2D branch")
@@ -315,6 +317,8 @@ def main(argv=None) -> int:
                    help="fit --json-rules output: the rule fitted on all maps (must be the "
                         "shipped RULE) and each fold's rule")
     p.add_argument("--previous-rule", default=None, help="another rule as JSON, side by side")
+    p.add_argument("--side", type=int, default=256,
+                   help="grid side of the maps (the rule was fitted at 256)")
     p.add_argument("--runs", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", default=None)

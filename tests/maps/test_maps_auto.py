@@ -74,7 +74,7 @@ def test_release_records_the_split():
     assert math.fsum(r.budget_split.values()) == pytest.approx(1.0)
     assert r.parameters["chosen"] == "privtree" and r.mechanism == "privtree"
     assert 0.0 <= r.parameters["auto_entropy"] <= RULE["privtree_entropy"]
-    assert any(n.startswith("auto: signal per cell") for n in r.notes)
+    assert any(n.startswith("auto: signal eps*N/(s*65536)") for n in r.notes)
     # a public scale far above the noise: nothing spent on the count nor on the entropy; the
     # occupancy feature is bought (every cell is non-empty: HDMM)
     r = publish(np.full((32, 32), 10**6), epsilon=1.0, method="auto", scale=1.024e9,
@@ -212,3 +212,22 @@ def test_fit_learns_the_high_signal_occupancy_thresholds():
     rule0, rep0 = fit_rule(runs, grid=grid, occupancy_grid=og,
                            reference=("ag", "privtree", "hdmm", "ug", "dawa2d"))
     assert "privtree_occupancy" not in rule0 and rep0["over_target"] == 1
+
+
+def test_the_rule_signal_does_not_depend_on_the_grid_size():
+    """Regression: the rule read the signal per cell of the map's own grid, so the same points
+    and budget on a 128 x 128 grid looked 4x stronger than on 256 x 256 (and its choices
+    transferred badly: 27 of 48 protocol rows within 1.15x at 128 x 128); the signal is now
+    per cell of a 256 x 256 grid whatever the map's grid."""
+    from veil.maps.auto import SIGNAL_CELLS, reference_signal
+
+    assert SIGNAL_CELLS == 256 * 256
+    assert reference_signal(epsilon=0.1, scale=10**4) == pytest.approx(1e3 / 65536)
+    for side in (64, 128, 512):
+        x = np.zeros((side, side), dtype=np.int64)
+        x[: side // 8, : side // 8] = 3
+        sel = auto_selection(x, epsilon=1.0, sensitivity=1, rng=make_rng(seed=2), scale=1e4)
+        assert sel["signal"][0] == pytest.approx(1e4 / 65536)
+        for ent in (0.2, 0.5, 0.9):
+            assert choose_method(rows=side, cols=side, epsilon=1.0, scale=1e4, entropy=ent) == \
+                choose_method(rows=256, cols=256, epsilon=1.0, scale=1e4, entropy=ent)

@@ -6,8 +6,12 @@ release records every share):
 
 1. the number of points ``N``: a public ``scale`` when the caller has one, else a noisy count
    bought with :data:`AUTO_SCALE_FRACTION` of epsilon (reused by AG, so paid once). With it,
-   the *signal per cell* ``sigma = eps N / (s rows cols)`` (points per cell in units of the
-   noise scale);
+   the *signal* ``sigma = eps N / (s SIGNAL_CELLS)``: points per cell of a 256 x 256 grid (the
+   grid the rule was fitted on) in units of the noise scale, whatever the grid's own size
+   (:func:`reference_signal`). The choice between AG, PrivTree and HDMM follows the number of
+   points and the budget, not how finely the map is cut: AG's and PrivTree's blocks are sized
+   by ``eps N`` and HDMM's error grows only slowly with the cells; with the signal per cell of
+   the grid itself the rule transferred badly to 128 x 128 maps (docs/benchmarks.md);
 2. when ``sigma <= RULE['hdmm_above']`` only: a **concentration feature** bought with
    :data:`FEATURE_FRACTION` of epsilon (a Pythia-style feature, after Kotsogiannis et al.,
    SIGMOD 2017): the normalised entropy of a noisy coarse grid of about
@@ -51,7 +55,7 @@ from ._blocks import prefix2d, rect_sums, split_edges
 from ._common import as_budget, check_sensitivity, grid_dims, noisy
 
 __all__ = ["RULE", "AUTO_SCALE_FRACTION", "FEATURE_FRACTION", "FEATURE_SIDE", "FEATURE_CUT",
-           "choose_method", "publish_auto", "signal", "coarse_entropy", "occupancy_feature",
+           "SIGNAL_CELLS", "reference_signal", "choose_method", "publish_auto", "signal", "coarse_entropy", "occupancy_feature",
            "auto_selection", "fit_rule", "apply_rule", "OCCUPANCY_GRID", "DAWA_MAX_CELLS"]
 
 #: share of epsilon for the noisy number of points (when no public scale is given)
@@ -63,6 +67,10 @@ FEATURE_FRACTION = 0.03
 FEATURE_SIDE = 16
 #: blocks whose noisy count is at most FEATURE_CUT noise scales count as empty
 FEATURE_CUT = 3.0
+
+#: the rule's signal counts points per cell of a grid of this many cells (256 x 256, the grid
+#: the rule was fitted on), whatever the map's own grid (:func:`reference_signal`)
+SIGNAL_CELLS = 256 * 256
 
 #: DAWA-2D is a candidate (and the occupancy feature bought) only on grids of at most this many
 #: cells: its run time and memory grow with the cells (0.5 s and 0.23 GB peak at 256 x 256,
@@ -89,6 +97,18 @@ def signal(*, rows: int, cols: int, epsilon: float, scale: float, sensitivity: i
     1.0
     """
     return float(epsilon) * float(scale) / (int(sensitivity) * int(rows) * int(cols))
+
+
+def reference_signal(*, epsilon: float, scale: float, sensitivity: int = 1) -> float:
+    """The rule's signal ``eps N / (s SIGNAL_CELLS)``: :func:`signal` on a 256 x 256 grid,
+    whatever the map's grid.
+
+    Examples
+    --------
+    >>> reference_signal(epsilon=1.0, scale=65536)
+    1.0
+    """
+    return signal(rows=256, cols=256, epsilon=epsilon, scale=scale, sensitivity=sensitivity)
 
 
 def _coarse_totals(x: np.ndarray, side: int) -> np.ndarray:
@@ -192,7 +212,7 @@ def auto_selection(x: np.ndarray, *, epsilon: float, sensitivity: int, rng, scal
     else:
         e_n = 0.0
         n_est = np.full(nb, check_positive(scale, "scale"), dtype=np.float64)
-    sig = epsilon * n_est / (s * rows * cols)
+    sig = epsilon * n_est / (s * SIGNAL_CELLS)
     need = sig <= rule["hdmm_above"]
     ent = np.full(nb, np.nan)
     e_f = feature_fraction * epsilon
@@ -274,14 +294,14 @@ def choose_method(*, rows: int, cols: int, epsilon: float, scale: float,
     rows = check_int(rows, "rows", minimum=1)
     cols = check_int(cols, "cols", minimum=1)
     r = RULE if rule is None else rule
-    sig = signal(rows=rows, cols=cols, epsilon=check_positive(epsilon, "epsilon"),
-                 scale=check_positive(scale, "scale"), sensitivity=sensitivity)
+    sig = reference_signal(epsilon=check_positive(epsilon, "epsilon"),
+                           scale=check_positive(scale, "scale"), sensitivity=sensitivity)
     if sig <= r["hdmm_above"] and entropy is None:
-        raise ParameterError(f"signal per cell {sig:.3g} <= {r['hdmm_above']:g}: the rule "
+        raise ParameterError(f"signal {sig:.3g} <= {r['hdmm_above']:g}: the rule "
                              "needs the concentration feature (entropy)")
     if sig > r["hdmm_above"] and "dawa_occupancy" in r and occupancy is None and \
             rows * cols <= DAWA_MAX_CELLS:
-        raise ParameterError(f"signal per cell {sig:.3g} > {r['hdmm_above']:g}: the rule "
+        raise ParameterError(f"signal {sig:.3g} > {r['hdmm_above']:g}: the rule "
                              "needs the occupancy feature (share of non-empty cells)")
     ent = np.nan if entropy is None else float(entropy)
     occ = np.nan if occupancy is None else float(occupancy)
@@ -292,7 +312,7 @@ def choose_method(*, rows: int, cols: int, epsilon: float, scale: float,
 
 
 def _reason(sig: float, ent: float, method: str, r: dict, occ: float = float("nan")) -> str:
-    head = f"signal per cell eps*N/(s*cells) = {sig:.3g}"
+    head = f"signal eps*N/(s*{SIGNAL_CELLS}) = {sig:.3g}"
     if sig > r["hdmm_above"]:
         if not np.isfinite(occ):
             return (f"{head} > {r['hdmm_above']:g} (no occupancy feature: DAWA-2D is a "

@@ -57,8 +57,12 @@ def format_rows(rows, methods) -> str:
 
 def accuracy_table(*, runs: int = 10, scales=(10**4, 10**6, 10**8), epsilons=(0.1, 1.0),
                    datasets: str = "all", methods=None, seed: int = 0, params=None,
-                   log=print):
+                   side: int = 256, log=print):
     """Run the DPBench 2-D protocol; returns ``(rows, markdown)``.
+
+    ``side``: the maps' grid (``side x side``; 256 is the protocol's). The point-file maps are
+    rebuilt at that size; the 256 x 256 DPBench maps are summed into ``side x side`` blocks
+    when ``side`` divides 256, and left out otherwise.
 
     ``datasets``: ``'dpbench'``, ``'real'`` (maps from the shared point files), ``'all'``
     (both) or ``'fresh'`` (the second set of maps from the point files, :func:`fresh_shapes`).
@@ -72,11 +76,16 @@ def accuracy_table(*, runs: int = 10, scales=(10**4, 10**6, 10**8), epsilons=(0.
     methods = list(methods or (*MECHANISMS, "auto", "hb-flat"))
     shapes = {}
     if datasets in ("dpbench", "all"):
-        shapes.update(load_dpbench_2d())
+        if 256 % side == 0:
+            k = 256 // side
+            shapes.update({n: a.reshape(side, k, side, k).sum(axis=(1, 3))
+                           for n, a in load_dpbench_2d().items()})
+        else:
+            log(f"# the DPBench maps are 256 x 256: left out at {side} x {side}")
     if datasets in ("real", "all"):
-        shapes.update(real_shapes())
+        shapes.update(real_shapes(side, side))
     if datasets == "fresh":
-        shapes.update(fresh_shapes())
+        shapes.update(fresh_shapes(side, side))
     log(f"# maps accuracy: {len(shapes)} maps ({', '.join(shapes)}), eps {list(epsilons)}, "
         f"scales {[f'{s:.0e}' for s in scales]}, {runs} runs, 2000 random rectangles; "
         f"{machine_note()}")
