@@ -231,3 +231,25 @@ def test_the_rule_signal_does_not_depend_on_the_grid_size():
         for ent in (0.2, 0.5, 0.9):
             assert choose_method(rows=side, cols=side, epsilon=1.0, scale=1e4, entropy=ent) == \
                 choose_method(rows=256, cols=256, epsilon=1.0, scale=1e4, entropy=ent)
+
+
+def test_occupancy_is_measured_at_the_fitting_resolution():
+    """Regression: on a 512 x 512 grid the share of non-empty cells of a map is lower than at
+    256 x 256 (each cell splits in four), so the fitted threshold called it sparse and ran
+    DAWA-2D; the feature now counts non-empty 2 x 2 blocks there, as at 256 x 256."""
+    from veil.maps.auto import occupancy_feature
+
+    g = np.random.default_rng(3)
+    coarse = (g.random((256, 256)) < 0.05).astype(np.int64) * 4
+    fine = np.zeros((512, 512), dtype=np.int64)
+    r, c = np.nonzero(coarse)
+    fine[2 * r, 2 * c] = 4                     # one of the four fine cells non-empty
+    share = np.count_nonzero(coarse) / coarse.size
+    for x in (coarse, fine):
+        v = occupancy_feature(x, epsilon=1.0, sensitivity=1, rng=make_rng(seed=0),
+                              from_true=True)
+        assert float(v[0]) == pytest.approx(share)
+    # a grid not a multiple of 256 is padded: 300 x 300 -> blocks of 2 x 2 (150 x 150)
+    y = np.ones((300, 300), dtype=np.int64)
+    v = occupancy_feature(y, epsilon=1.0, sensitivity=1, rng=make_rng(seed=0), from_true=True)
+    assert float(v[0]) == pytest.approx(1.0)

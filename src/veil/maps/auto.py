@@ -148,9 +148,15 @@ def occupancy_feature(x: np.ndarray, *, epsilon: float, sensitivity: int, rng, b
                       ) -> np.ndarray:
     """Noisy share of non-empty cells of the count grid ``x`` (``batch`` independent draws).
 
-    Why it is ``epsilon``-DP: neighbouring inputs give count grids at L1 distance at most
-    ``sensitivity`` (integer counts), and the number of non-empty cells changes by at most that
-    distance (each unit of a count moves at most one cell across zero); discrete Laplace of
+    A grid finer than 256 x 256 (the grid the rule was fitted on) is first summed into blocks of
+    ``ceil(rows / 256) x ceil(cols / 256)`` cells, and the share is of non-empty blocks: the
+    share of non-empty cells falls as a map is cut finer, so without this the threshold fitted
+    at 256 x 256 would call a 512 x 512 map sparse that is not.
+
+    Why it is ``epsilon``-DP: neighbouring inputs give count grids (and block grids) at L1
+    distance at most ``sensitivity`` (integer counts), and the number of non-empty cells changes
+    by at most that distance (each unit of a count moves at most one cell across zero); discrete
+    Laplace of
     scale ``sensitivity / epsilon`` on it, then clipping to ``[0, cells]`` and the division by
     the public number of cells are post-processing. ``from_true`` (no noise) and
     ``feature_sensitivity`` (noise for another sensitivity) exist only for the audit's
@@ -164,6 +170,12 @@ def occupancy_feature(x: np.ndarray, *, epsilon: float, sensitivity: int, rng, b
     >>> bool(np.all(np.abs(v - 0.01) < 0.002))
     True
     """
+    rows, cols = x.shape[-2:]
+    kr, kc = -(-rows // 256), -(-cols // 256)
+    if kr > 1 or kc > 1:
+        pad = np.zeros((-(-rows // kr) * kr, -(-cols // kc) * kc), dtype=np.int64)
+        pad[:rows, :cols] = x
+        x = pad.reshape(pad.shape[0] // kr, kr, pad.shape[1] // kc, kc).sum(axis=(1, 3))
     cells = x.shape[-2] * x.shape[-1]
     nz = np.full(int(batch), int(np.count_nonzero(x)), dtype=np.int64)
     if from_true:
