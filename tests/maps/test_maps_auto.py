@@ -253,3 +253,32 @@ def test_occupancy_is_measured_at_the_fitting_resolution():
     y = np.ones((300, 300), dtype=np.int64)
     v = occupancy_feature(y, epsilon=1.0, sensitivity=1, rng=make_rng(seed=0), from_true=True)
     assert float(v[0]) == pytest.approx(1.0)
+
+
+def test_block_occupancy_keeps_the_sensitivity():
+    """The occupancy feature's noise is calibrated to ``s`` non-empty cells per person; on a
+    grid finer than 256 x 256 it counts blocks, and a person's ``s`` points still move at most
+    ``s`` blocks across zero (checked on random neighbours, adding and removing points)."""
+    from veil.maps.auto import occupancy_feature
+
+    g = np.random.default_rng(7)
+    for shape in ((300, 300), (512, 260), (700, 513)):
+        x = (g.random(shape) < 0.01).astype(np.int64) * g.integers(1, 3, shape)
+        cells = math.ceil(shape[0] / math.ceil(shape[0] / 256)) * \
+            math.ceil(shape[1] / math.ceil(shape[1] / 256))
+        base = float(occupancy_feature(x, epsilon=1.0, sensitivity=1, rng=make_rng(seed=0),
+                                       from_true=True)[0]) * cells
+        for s in (1, 3):
+            for _ in range(50):
+                y = x.copy()
+                r = g.integers(0, shape[0], s)
+                c = g.integers(0, shape[1], s)
+                if g.random() < 0.5:
+                    np.add.at(y, (r, c), 1)
+                else:
+                    nz = np.argwhere(y > 0)[g.integers(0, np.count_nonzero(y), s)]
+                    np.subtract.at(y, (nz[:, 0], nz[:, 1]), 1)
+                    y = np.maximum(y, 0)
+                v = float(occupancy_feature(y, epsilon=1.0, sensitivity=1,
+                                            rng=make_rng(seed=0), from_true=True)[0]) * cells
+                assert abs(round(v) - round(base)) <= s
