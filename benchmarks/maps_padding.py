@@ -10,7 +10,8 @@ method, eps, scaled mean absolute error before / after, ratio.
 import numpy as np
 import veil.maps.mechanisms as mech
 from veil.maps import publish
-from veil.maps.evaluation import load_dpbench_2d, resample_map, random_rectangles, rectangle_answers
+from veil.maps.evaluation import (load_dpbench_2d, random_rectangles, rectangle_answers,
+                                  resample_map)
 from veil.random import make_rng
 a = load_dpbench_2d()["checkin_256_256"][:200, :230]
 g = np.random.default_rng(5)

@@ -55,8 +55,9 @@ from ._blocks import prefix2d, rect_sums, split_edges
 from ._common import as_budget, check_sensitivity, grid_dims, noisy
 
 __all__ = ["RULE", "AUTO_SCALE_FRACTION", "FEATURE_FRACTION", "FEATURE_SIDE", "FEATURE_CUT",
-           "SIGNAL_CELLS", "reference_signal", "choose_method", "publish_auto", "signal", "coarse_entropy", "occupancy_feature",
-           "auto_selection", "fit_rule", "apply_rule", "OCCUPANCY_GRID", "DAWA_MAX_CELLS"]
+           "SIGNAL_CELLS", "reference_signal", "choose_method", "publish_auto", "signal",
+           "coarse_entropy", "occupancy_feature", "auto_selection", "fit_rule", "apply_rule",
+           "OCCUPANCY_GRID", "DAWA_MAX_CELLS"]
 
 #: share of epsilon for the noisy number of points (when no public scale is given)
 AUTO_SCALE_FRACTION = 0.02
@@ -156,9 +157,8 @@ def occupancy_feature(x: np.ndarray, *, epsilon: float, sensitivity: int, rng, b
     Why it is ``epsilon``-DP: neighbouring inputs give count grids (and block grids) at L1
     distance at most ``sensitivity`` (integer counts), and the number of non-empty cells changes
     by at most that distance (each unit of a count moves at most one cell across zero); discrete
-    Laplace of
-    scale ``sensitivity / epsilon`` on it, then clipping to ``[0, cells]`` and the division by
-    the public number of cells are post-processing. ``from_true`` (no noise) and
+    Laplace of scale ``sensitivity / epsilon`` on it, then clipping to ``[0, cells]`` and the
+    division by the public number of cells are post-processing. ``from_true`` (no noise) and
     ``feature_sensitivity`` (noise for another sensitivity) exist only for the audit's
     canaries; never use them.
 

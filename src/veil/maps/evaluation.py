@@ -28,8 +28,8 @@ from ..validation import check_int
 from ._blocks import prefix2d, rect_sums
 
 __all__ = ["DPBENCH_2D", "load_dpbench_2d", "random_rectangles", "rectangle_answers",
-           "scaled_error", "resample_map", "real_shapes", "fresh_shapes", "flat_hb", "evaluate", "EvalRow",
-           "summarize"]
+           "scaled_error", "resample_map", "real_shapes", "fresh_shapes", "flat_hb", "evaluate",
+           "EvalRow", "summarize"]
 
 #: file stems of the two DPBench 2-D histograms (256 x 256)
 DPBENCH_2D = ("checkin_256_256", "BeijingTaxiE_256_256")
