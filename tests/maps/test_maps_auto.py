@@ -282,3 +282,12 @@ def test_block_occupancy_keeps_the_sensitivity():
                 v = float(occupancy_feature(y, epsilon=1.0, sensitivity=1,
                                             rng=make_rng(seed=0), from_true=True)[0]) * cells
                 assert abs(round(v) - round(base)) <= s
+    # power: the same check rejects a count over overlapping 2 x 2 windows (not a partition:
+    # one point can turn up to four windows non-empty)
+    def windows(z):
+        w = z[:-1, :-1] + z[1:, :-1] + z[:-1, 1:] + z[1:, 1:]
+        return int(np.count_nonzero(w))
+    x = np.zeros((40, 40), dtype=np.int64)
+    y = x.copy()
+    y[20, 20] = 1
+    assert abs(windows(y) - windows(x)) > 1

@@ -178,9 +178,8 @@ def zero_empty_nodes(noisy_levels, real_leaves, branching: int) -> list[np.ndarr
     a tail of the leaves (the 2-D trees of ``veil.maps``, whose leaves are listed in
     nested-block order); private and never worse for the same reasons.
     """
-    b = int(branching)
-    h = round(math.log(max(np.size(real_leaves), 1), b)) if b > 1 else 0
-    real = _levels_true(np.asarray(real_leaves, dtype=np.int64), b, h)
+    real = _levels_true(np.asarray(real_leaves, dtype=np.int64), int(branching),
+                        len(noisy_levels) - 1)
     for y, r in zip(noisy_levels, real):
         empty = r == 0
         if np.any(empty):

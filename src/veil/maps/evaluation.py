@@ -117,33 +117,39 @@ REAL = (("gowalla-conus", "conus"), ("foursquare-nyc", "nyc"),
         ("geolife-beijing", "beijing-4th-ring"))
 
 
+def _point_file_map(source: str, grid) -> np.ndarray:
+    """True counts (record level) of one shared point file on ``grid``: ``'gowalla'`` (the
+    10,000 check-ins of ``gowalla/gowalla_events_10k.tsv``), ``'foursquare'`` (the 44,808 NYC
+    check-ins of ``foursquare-nyc/foursquare_nyc.csv``) or ``'geolife'`` (the 164,531 GPS
+    points of the 111 ``.plt`` files of ``geolife/geolife_long_10_MB``)."""
+    from .points import grid_counts, read_geolife_plt
+
+    if source == "gowalla":
+        return grid_counts(shared_data_path("gowalla", "gowalla_events_10k.tsv"), grid,
+                           lat="column2", lon="column3", protects="record", csv_header=False,
+                           delimiter="\t").counts
+    if source == "foursquare":
+        return grid_counts(shared_data_path("foursquare-nyc", "foursquare_nyc.csv"), grid,
+                           lat="lat", lon="lon", protects="record").counts
+    return read_geolife_plt(shared_data_path("geolife", "geolife_long_10_MB"), grid)
+
+
 def real_shapes(rows: int = 256, cols: int = 256) -> dict[str, np.ndarray]:
-    """Held-out 2-D histograms from the real point files in ``../shared/data``.
+    """2-D histograms from the real point files in ``../shared/data`` (held out until
+    2026-12-06, now part of ``auto``'s training maps).
 
     Each is the count of every point in a public region's ``rows x cols`` grid, computed with
     :func:`veil.maps.points.grid_counts` (record level, no noise: these are *shapes* to
-    re-sample from, like the DPBench histograms). Gowalla: the 10,000 check-ins of
-    ``gowalla/gowalla_events_10k.tsv`` over the contiguous US (``conus``); Foursquare: the
-    44,808 NYC check-ins of ``foursquare-nyc/foursquare_nyc.csv`` over ``nyc``; GeoLife: the
-    164,531 GPS points of the 111 ``.plt`` files of ``geolife/geolife_long_10_MB`` inside
-    ``beijing-4th-ring``.
+    re-sample from, like the DPBench histograms): Gowalla over the contiguous US (``conus``),
+    Foursquare over ``nyc``, GeoLife inside ``beijing-4th-ring`` (:func:`_point_file_map`).
     """
     from .grid import MapGrid
-    from .points import grid_counts, read_geolife_plt
 
-    out = {}
-    g = MapGrid.from_region("conus", rows, cols)
-    out["gowalla-conus"] = grid_counts(
-        shared_data_path("gowalla", "gowalla_events_10k.tsv"), g, lat="column2",
-        lon="column3", protects="record", csv_header=False, delimiter="\t").counts
-    g = MapGrid.from_region("nyc", rows, cols)
-    out["foursquare-nyc"] = grid_counts(
-        shared_data_path("foursquare-nyc", "foursquare_nyc.csv"), g, lat="lat", lon="lon",
-        protects="record").counts
-    g = MapGrid.from_region("beijing-4th-ring", rows, cols)
-    out["geolife-beijing"] = read_geolife_plt(
-        shared_data_path("geolife", "geolife_long_10_MB"), g)
-    return out
+    return {"gowalla-conus": _point_file_map("gowalla", MapGrid.from_region("conus", rows, cols)),
+            "foursquare-nyc": _point_file_map("foursquare",
+                                              MapGrid.from_region("nyc", rows, cols)),
+            "geolife-beijing": _point_file_map(
+                "geolife", MapGrid.from_region("beijing-4th-ring", rows, cols))}
 
 
 #: the box of :func:`fresh_shapes`' wider Beijing map (greater Beijing, well beyond the 4th ring;
@@ -152,29 +158,18 @@ BEIJING_WIDE = (39.6, 115.9, 40.3, 116.9)
 
 
 def fresh_shapes(rows: int = 256, cols: int = 256) -> dict[str, np.ndarray]:
-    """A second set of held-out maps, built like :func:`real_shapes` over other public boxes.
+    """A second set of maps from the same point files, over other public boxes.
 
-    Declared (2026-12-06) before any mechanism or rule was run on them, to evaluate changes of
-    ``auto``'s rule that were made after looking at :func:`real_shapes`' results: Foursquare
-    over ``manhattan``, Gowalla over ``world`` and GeoLife over :data:`BEIJING_WIDE`. They
-    share points with :func:`real_shapes` (the same three files) but not the maps.
+    Declared (2026-12-06) before any mechanism or rule was run on them, to check blind the rule
+    fitted before that day: Foursquare over ``manhattan``, Gowalla over ``world`` and GeoLife
+    over :data:`BEIJING_WIDE`. They share points with :func:`real_shapes` but not the maps.
     """
     from .grid import MapGrid
-    from .points import grid_counts, read_geolife_plt
 
-    out = {}
-    g = MapGrid.from_region("manhattan", rows, cols)
-    out["foursquare-manhattan"] = grid_counts(
-        shared_data_path("foursquare-nyc", "foursquare_nyc.csv"), g, lat="lat", lon="lon",
-        protects="record").counts
-    g = MapGrid.from_region("world", rows, cols)
-    out["gowalla-world"] = grid_counts(
-        shared_data_path("gowalla", "gowalla_events_10k.tsv"), g, lat="column2",
-        lon="column3", protects="record", csv_header=False, delimiter="\t").counts
-    g = MapGrid(*BEIJING_WIDE, rows, cols)
-    out["geolife-beijing-wide"] = read_geolife_plt(
-        shared_data_path("geolife", "geolife_long_10_MB"), g)
-    return out
+    return {"foursquare-manhattan": _point_file_map(
+                "foursquare", MapGrid.from_region("manhattan", rows, cols)),
+            "gowalla-world": _point_file_map("gowalla", MapGrid.from_region("world", rows, cols)),
+            "geolife-beijing-wide": _point_file_map("geolife", MapGrid(*BEIJING_WIDE, rows, cols))}
 
 
 # --------------------------------------------------------------------------- evaluation
