@@ -10,6 +10,9 @@ Usage (from the project root; BLAS runs single-threaded, see below)::
         --datasets classic --trials 20 --json classic.json   # the 7 classic at n = 1024
     VEIL_SHARED=/work/shared python benchmarks/histograms.py --fit-auto acc.json
     VEIL_SHARED=/work/shared python benchmarks/histograms.py --calibrate-dawa --n 1024
+    VEIL_SHARED=/work/shared python benchmarks/histograms.py --calibrate-dawa --n 1024 \
+        --seed 8 --penalties 1 1.5 2 2.5 3 4 5 6 8 --json cal.json   # and see docs/benchmarks.md
+    python benchmarks/histograms.py --fit-dawa-penalty cal.json low.json  # PENALTY_SCHEDULE
     VEIL_SHARED=/work/shared python benchmarks/histograms.py --baseline --src ../main/src \
         --n 1024 --datasets classic --methods dawa ahp structurefirst --json base.json
 
@@ -116,7 +119,13 @@ def main(argv=None) -> int:
                     help="fit the auto rule on --json files of accuracy runs (merged); print "
                          "the tables and ratios")
     ap.add_argument("--calibrate-dawa", action="store_true",
-                    help="DAWA's error for selection penalties 0-4 (how 2.5 was chosen)")
+                    help="DAWA's error for selection penalties 0-4 (how 2.5 was chosen); "
+                         "--penalties for others, --json for the per-dataset errors")
+    ap.add_argument("--fit-dawa-penalty", type=Path, nargs="+", default=None,
+                    metavar="CAL.json", help="fit DAWA's penalty schedule on --calibrate-dawa "
+                    "--json files; print it and its held-out ratios")
+    ap.add_argument("--penalties", nargs="*", type=float, default=None,
+                    help="selection penalties for --calibrate-dawa")
     ap.add_argument("--sf-k", type=Path, default=None, metavar="BASELINE.json",
                     help="StructureFirst's error for several k against the reference issue 19 "
                          "implies from a --baseline run of main")
@@ -152,7 +161,8 @@ def main(argv=None) -> int:
         return 0
     from veil.histograms.bench import run
     run(speed=a.speed, hdmm=a.hdmm, accuracy=a.accuracy, fit_auto=a.fit_auto,
-        calibrate_dawa=a.calibrate_dawa, hdmm_start=a.hdmm_start,
+        calibrate_dawa=a.calibrate_dawa, hdmm_start=a.hdmm_start, penalties=a.penalties,
+        fit_dawa_penalty_files=a.fit_dawa_penalty,
         trials=a.trials, repeats=a.repeats, n=a.n, datasets=a.datasets, methods=a.methods,
         epsilons=a.epsilons, scales=a.scales, output=a.json, seed=a.seed, log=print)
     return 0

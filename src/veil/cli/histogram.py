@@ -160,9 +160,11 @@ def publish_cmd(
     count_bound: Optional[float] = typer.Option(None, "--count-bound", help="Public upper "
                                                 "bound F on any bin count (StructureFirst)."),
     records_bound: Optional[float] = typer.Option(None, "--records-bound", help="Public upper "
-                                                  "bound on the number of records (auto; "
+                                                  "bound on the number of records (auto: "
                                                   "without it auto spends a small share of "
-                                                  "epsilon on a noisy total)."),
+                                                  "epsilon on a noisy total; dawa: its "
+                                                  "selection penalty; optimized-"
+                                                  "structurefirst: its budget split)."),
     branching: Optional[int] = typer.Option(None, "--branching", help="Tree arity (boost)."),
     user_column: Optional[str] = typer.Option(
         None, "--user-column", help="Column naming each record's person: with --max-records, "

@@ -31,7 +31,8 @@ WORKLOAD_AWARE = ("dawa", "hdmm", "mwem")
 AUTO_RULE = {
     "exact_epsilon": 3.162278,
     "prefix": ((0.4897, "dawa"), (math.inf, "hdmm")),
-    "ranges": ((-0.5103, "optimized-structurefirst"), (0.4897, "dawa"), (math.inf, "hdmm")),
+    "ranges": ((-1.5103, "dawa"), (-0.5103, "optimized-structurefirst"), (0.4897, "dawa"),
+               (math.inf, "hdmm")),
 }
 
 #: without a public records bound, ``auto`` spends this share of epsilon on a noisy total
@@ -66,7 +67,7 @@ def choose_method(*, n: int, epsilon: float, records_bound: float | None,
     --------
     >>> choose_method(n=4096, epsilon=0.01, records_bound=1000)[0]
     'dawa'
-    >>> choose_method(n=4096, epsilon=0.01, records_bound=1000, workload="all-range")[0]
+    >>> choose_method(n=4096, epsilon=0.1, records_bound=4000, workload="all-range")[0]
     'optimized-structurefirst'
     >>> choose_method(n=4096, epsilon=1.0, records_bound=10**7)[0]
     'hdmm'
@@ -358,12 +359,16 @@ def _publish_counts(counts, *, epsilon, method: str = "auto", rng=None, records_
         if method == "optimized-structurefirst":  # no bin holds more than N records
             params.setdefault("count_bound", N)
             params.setdefault("records_bound", N)
+        if method == "dawa":  # its selection penalty follows the signal
+            params.setdefault("records_bound", N)
         b_run = inner
     else:
         b_run = b
         if records_bound is not None:
             check_positive(records_bound, "records_bound")
-            if method == "optimized-structurefirst":  # it tightens the budget-split model
+            if method in ("optimized-structurefirst", "dawa"):
+                # it tightens optimized StructureFirst's budget-split model; it sets
+                # DAWA's selection penalty from the signal
                 params["records_bound"] = records_bound
     fn = _mechanism(method)
     if method in ("structurefirst", "optimized-structurefirst"):
@@ -383,5 +388,7 @@ def _publish_counts(counts, *, epsilon, method: str = "auto", rng=None, records_
             rel = rel.with_derived(
                 "mechanism", "parameters.auto_noisy_total", "parameters.auto_rule", "notes",
                 *(f"parameters.{k}" for k in ("count_bound", "records_bound")
-                  if method == "optimized-structurefirst"))
+                  if method == "optimized-structurefirst"),
+                *(f"parameters.{k}" for k in ("records_bound", "selection_penalty",
+                                              "bucket_cost") if method == "dawa"))
     return rel

@@ -325,6 +325,19 @@ def audit_dawa(seed: int = 18) -> AuditResult:
                           claimed_epsilon=EPS, n=_SG_N, seed=seed)
 
 
+def audit_dawa_records_bound(seed: int = 24) -> AuditResult:
+    """DAWA end to end with a public records bound that sets the largest scheduled penalty
+    (the penalty is a public constant; this checks the wiring spends no more than eps)."""
+    from .dawa import PENALTY_SCHEDULE, dawa, selection_penalty
+
+    bound = 0.01  # signal 0.01 / 3: the first step of the schedule
+    assert selection_penalty(epsilon=EPS, records_bound=bound, n=_SG_A.size) == \
+        PENALTY_SCHEDULE[0][1]
+    return dp_ratio_audit(_per_call(dawa, _SG_A, records_bound=bound),
+                          _per_call(dawa, _SG_B, records_bound=bound), _e2e_events(),
+                          claimed_epsilon=EPS, n=_SG_N, seed=seed)
+
+
 def audit_optimized_structurefirst(seed: int = 19) -> AuditResult:
     from .structurefirst import optimized_structure_first
 
@@ -503,6 +516,7 @@ AUDITS = {
     "ahp": audit_ahp,
     "noisefirst": audit_noisefirst,
     "dawa": audit_dawa,
+    "dawa/records-bound": audit_dawa_records_bound,
     "optimized-structurefirst": audit_optimized_structurefirst,
     "dawa/partition": audit_dawa_partition,
     "hdmm/answers": audit_hdmm_answers,
@@ -530,6 +544,7 @@ CANARIES = {
 }
 #: audits that call the mechanism once per sample (tens of seconds): pytest.mark.slow
 SLOW = {"sort-and-group", "ahp", "sort-and-group/second-step-unpaid",
-        "sort-and-group/true-sort", "noisefirst", "dawa", "optimized-structurefirst",
+        "sort-and-group/true-sort", "noisefirst", "dawa", "dawa/records-bound",
+        "optimized-structurefirst",
         "dawa/partition", "dawa/partition-noise-too-small", "mwem", "structurefirst",
         "optimized-structurefirst/averaging"}

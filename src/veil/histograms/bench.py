@@ -371,7 +371,7 @@ def auto_report(rows, *, folds: int = 3, candidates=None, log=print) -> dict:
 
 
 def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, calibrate_dawa=False,
-        hdmm_start=False, trials=10, repeats=3,
+        hdmm_start=False, trials=10, repeats=3, penalties=None, fit_dawa_penalty_files=None,
         n=None, datasets=None, methods=None, epsilons=None, scales=None, output=None,
         quick=False, seed=0, log=print) -> dict:
     """Driver behind ``benchmarks/histograms.py`` and ``veil bench histograms``."""
@@ -382,11 +382,21 @@ def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, calibrate_daw
 
     if hdmm_start:
         return {"hdmm_start": hdmm_start_benchmark(log=log)}
-    if not (speed or hdmm or accuracy or fit_auto or calibrate_dawa):
+    if not (speed or hdmm or accuracy or fit_auto or calibrate_dawa or fit_dawa_penalty_files):
         speed = hdmm = accuracy = True
+    if fit_dawa_penalty_files:
+        return {"dawa_schedule": fit_dawa_penalty(fit_dawa_penalty_files, log=log)}
     if calibrate_dawa:
-        return {"dawa_penalty": dawa_penalty_calibration(
-            n=n or 1024, trials=3, datasets=datasets, log=log)}
+        kw = {} if penalties is None else {"penalties": tuple(penalties)}
+        if epsilons:
+            kw["epsilons"] = tuple(epsilons)
+        if scales:
+            kw["scales"] = tuple(int(v) for v in scales)
+        res = dawa_penalty_calibration(n=n or 1024, trials=3, datasets=datasets,
+                                       seed=7 if seed == 0 else seed, log=log, **kw)
+        if output:
+            Path(output).write_text(json.dumps(res["errors"]))
+        return {"dawa_penalty": res}
     if datasets == ["classic"]:
         datasets = list(DPBENCH_CLASSIC)
     out: dict = {}
@@ -530,7 +540,102 @@ def dawa_penalty_calibration(*, penalties=(0.0, 1.0, 2.0, 2.5, 3.0, 4.0), n: int
         tables[w] = "\n".join(lines)
         log(f"\n## DAWA: error / best penalty's, {w} workload ({len(shapes)} datasets, n = {n}, "
             f"{trials} trials)\n" + tables[w])
-    return tables
+    rows = [{"workload": k[0], "scale": k[1], "epsilon": k[2], "penalty": k[3], "dataset": k[4],
+             "n": n, "errors": v} for k, v in err.items()]
+    return {"tables": tables, "errors": rows}
+
+
+def fit_dawa_penalty(files, *, penalties=(2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0), folds: int = 3,
+                     seed: int = 0, log=print) -> dict:
+    """Fit :data:`veil.histograms.dawa.PENALTY_SCHEDULE` on ``--calibrate-dawa --json`` files.
+
+    Per signal level ``log10(eps * scale / n)`` and penalty, the cost is the mean over the
+    datasets, settings and both workloads of ``log(error / least error of any penalty)``
+    (errors floored at one record per query). The schedule is the step function of the
+    level that does not increase with the signal and has the least total cost (dynamic
+    programming over the levels), steps put halfway between adjacent levels. Held out: the
+    same ``folds``-fold split by dataset as ``autofit`` (a fixed public permutation); each
+    fold's schedule is scored on its held-out datasets against the constant
+    ``SELECTION_PENALTY``.
+    """
+    import json
+    from pathlib import Path
+
+    from .dawa import SELECTION_PENALTY
+
+    pens = tuple(float(p) for p in penalties)
+    cells: dict = {}
+    for f in files:
+        for r in json.loads(Path(f).read_text()):
+            if float(r["penalty"]) not in pens:
+                continue
+            lv = round(math.log10(r["epsilon"] * r["scale"] / r["n"]), 4)
+            key = (r["workload"], lv, r["epsilon"], r["scale"], r["dataset"], str(f))
+            cells.setdefault(key, {})[float(r["penalty"])] = (float(np.mean(r["errors"])),
+                                                               float(r["scale"]))
+    cells = {k: c for k, c in cells.items() if len(c) == len(pens)}
+
+    def lr(c, p):
+        best = min(max(e, 1.0 / sc) for e, sc in c.values())
+        e, sc = c[p]
+        return math.log(max(e, 1.0 / sc) / best)
+
+    def fit(keep):
+        cost: dict = {}
+        for k, c in cells.items():
+            if k[4] in keep:
+                for p in pens:
+                    cost.setdefault(k[1], {}).setdefault(p, []).append(lr(c, p))
+        levels = sorted(cost)
+        mean = [{p: float(np.mean(cost[lv][p])) for p in pens} for lv in levels]
+        best, back = [dict(mean[0])], []
+        for i in range(1, len(levels)):
+            row, arg = {}, {}
+            for p in pens:  # the previous (lower-signal) level's penalty is >= p
+                q = min((q for q in pens if q >= p), key=lambda q: best[-1][q])
+                row[p], arg[p] = mean[i][p] + best[-1][q], q
+            best.append(row)
+            back.append(arg)
+        p = min(pens, key=lambda p: best[-1][p])
+        seq = [p]
+        for arg in reversed(back):
+            p = arg[p]
+            seq.append(p)
+        seq.reverse()
+        steps = []
+        for i, (lv, p) in enumerate(zip(levels, seq)):
+            if i + 1 == len(levels) or seq[i + 1] != p:
+                up = math.inf if i + 1 == len(levels) else round((lv + levels[i + 1]) / 2, 4)
+                steps.append((up, p))
+        return tuple(steps)
+
+    def pick(steps, lv):
+        return next(p for up, p in steps if lv < up)
+
+    names = sorted({k[4] for k in cells})
+    schedule = fit(set(names))
+    log(f"# schedule fitted on all {len(names)} datasets: {schedule}")
+    perm = [names[i] for i in np.random.default_rng(seed).permutation(len(names))]
+    held: list = []
+    for i in range(folds):
+        test = set(perm[i::folds])
+        st = fit(set(names) - test)
+        log(f"#   fold {i} (held out: {', '.join(sorted(test))}): {st}")
+        held += [(k, lr(c, pick(st, k[1])), lr(c, SELECTION_PENALTY)) for k, c in cells.items()
+                 if k[4] in test]
+    lines = ["| log10(signal) level | cells | schedule: geo. mean ratio to the best penalty | "
+             f"constant {SELECTION_PENALTY:g} |", "|---|---|---|---|"]
+    for lv in sorted({k[1] for k, _, _ in held}):
+        a = [x for k, x, _ in held if k[1] == lv]
+        b = [y for k, _, y in held if k[1] == lv]
+        lines.append(f"| {lv:.2f} | {len(a)} | {math.exp(np.mean(a)):.2f} | "
+                     f"{math.exp(np.mean(b)):.2f} |")
+    a = np.array([x for _, x, _ in held])
+    b = np.array([y for _, _, y in held])
+    lines.append(f"| all | {a.size} | {math.exp(a.mean()):.3f} | {math.exp(b.mean()):.3f} |")
+    table = "\n".join(lines)
+    log("\n## DAWA selection penalty, held out by dataset (3 folds)\n" + table)
+    return {"schedule": schedule, "table": table}
 
 
 #: ratios "veil / reference" that issue 19 quotes for the implementation on main (measured by

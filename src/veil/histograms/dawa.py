@@ -47,6 +47,23 @@ error on average over the settings (1.13x of the best penalty per setting for
 prefix ranges, 1.17x for random ranges); the best penalty falls from 4 at
 eps x scale = 10 to about 2 above 10^4 (docs/benchmarks.md).
 
+The best penalty depends on the signal ``s = epsilon * N / n`` (records per bin
+in units of ``1/epsilon``): where the data is lost in the noise, the least noisy
+cost is a minimum over many partitions that differ mainly in noise, and a
+larger penalty (fewer, longer buckets, up to the uniform histogram) is better;
+where the signal is high, a smaller one keeps the data's real boundaries. When
+a public bound ``N`` on the number of records is given (``records_bound``),
+the penalty follows :data:`PENALTY_SCHEDULE`, a step function of ``log10(s)``
+fitted on the same 18 histograms (penalties 2-8 at ``eps * scale`` from 3.16 to
+10^8, 3 trials; a step function that does not increase with the signal,
+fitted jointly on both workloads, steps halfway between levels; 3-fold
+cross-validation by dataset; ``benchmarks/histograms.py --fit-dawa-penalty``,
+docs/benchmarks.md): 6 below ``log10(s) = -2.39``, 5 below -1.64, 3 below
+-0.64, 2.5 below 0.49, then 2. ``N`` is public (or a DP estimate paid for
+elsewhere, as ``auto`` does), so the penalty is still a public constant of the
+release and the privacy argument is unchanged. Without ``N``, the constant
+``SELECTION_PENALTY`` is used.
+
 Why the whole mechanism is eps-DP: stage 1 is ``eps1``-DP (above) and the
 partition is its only output; GreedyH's weights depend only on the partition
 and the public workload; along any root-to-leaf path of the hierarchy the
@@ -64,12 +81,13 @@ import math
 import numpy as np
 
 from ..release import Release
-from ..validation import check_choice, check_nonnegative, check_probability
+from ..validation import check_choice, check_nonnegative, check_positive, check_probability
 from ._common import NEIGHBOURS, as_budget, as_counts, as_rng, bucket_sums, spread
 from ._compile import njit, use_compiled
 from .workload import RangeWorkload
 
-__all__ = ["dawa", "SELECTION_PENALTY", "l1_partition", "interval_deviations", "best_partition", "greedy_h",
+__all__ = ["dawa", "SELECTION_PENALTY", "PENALTY_SCHEDULE", "selection_penalty", "l1_partition",
+           "interval_deviations", "best_partition", "greedy_h",
            "GreedyHStrategy", "tree_gls"]
 
 #: the grid of GreedyH (the share a node keeps for itself is a multiple of 1/GRID)
@@ -77,6 +95,38 @@ GRID = 100
 
 #: extra cost per bucket, in units of the partition's noise scale (see the module docstring)
 SELECTION_PENALTY = 2.5
+
+#: the penalty when a public records bound ``N`` is known: ``(upper bound on log10(s), penalty)``
+#: in order, ``s = epsilon * N / n`` (fitted offline, see the module docstring)
+PENALTY_SCHEDULE = ((-2.3856, 6.0), (-1.6353, 5.0), (-0.6353, 3.0), (0.4897, 2.5),
+                    (math.inf, 2.0))
+
+
+def selection_penalty(*, epsilon: float, records_bound: float | None, n: int,
+                      schedule=None) -> float:
+    """The selection penalty DAWA uses (units of the partition's noise scale ``4/eps1``).
+
+    ``records_bound`` must be public (or a DP estimate): the penalty is then a
+    public constant, which the privacy argument of stage 1 allows. Without it,
+    :data:`SELECTION_PENALTY`.
+
+    Examples
+    --------
+    >>> selection_penalty(epsilon=0.01, records_bound=1000, n=1024)
+    5.0
+    >>> selection_penalty(epsilon=1.0, records_bound=10**5, n=1024)
+    2.0
+    >>> selection_penalty(epsilon=1.0, records_bound=None, n=1024)
+    2.5
+    """
+    if records_bound is None:
+        return SELECTION_PENALTY
+    signal = float(epsilon) * float(records_bound) / int(n)
+    ls = math.log10(signal) if signal > 0 else -math.inf
+    for upper, penalty in (PENALTY_SCHEDULE if schedule is None else schedule):
+        if ls < upper:
+            return float(penalty)
+    raise ValueError("penalty schedule has no open last interval")  # pragma: no cover
 
 
 # --------------------------------------------------------------------------- stage 1
@@ -494,8 +544,8 @@ def _measure_tree(totals: np.ndarray, strategy: GreedyHStrategy, epsilon: float,
 
 
 def dawa(counts, *, epsilon, partition_fraction: float = 0.25, workload="prefix",
-         criterion: str = "dawa", bucket_cost: float | None = None, engine: str = "auto",
-         rng=None) -> Release:
+         criterion: str = "dawa", bucket_cost: float | None = None,
+         records_bound: float | None = None, engine: str = "auto", rng=None) -> Release:
     """DAWA: private L1 partition (``partition_fraction`` of eps), GreedyH on the buckets.
 
     Why it is eps-DP: see the module docstring (stage 1 is ``eps1``-DP by a
@@ -513,8 +563,14 @@ def dawa(counts, *, epsilon, partition_fraction: float = 0.25, workload="prefix"
     criterion : {'dawa', 'exact'}
         GreedyH's node error model (see :func:`greedy_h`).
     bucket_cost : float, optional
-        Cost of one bucket in the partition (default ``1/eps2 + SELECTION_PENALTY * 4/eps1``:
-        the authors' ``1/eps2`` plus the selection-bias penalty, see the module docstring).
+        Cost of one bucket in the partition (default ``1/eps2 + penalty * 4/eps1``: the
+        authors' ``1/eps2`` plus the selection-bias penalty, see the module docstring and
+        :func:`selection_penalty`).
+    records_bound : float, optional
+        A **public** upper bound on the number of records (or a DP estimate paid for
+        elsewhere). It sets the penalty from the signal ``epsilon * N / n``
+        (:data:`PENALTY_SCHEDULE`); without it the penalty is ``SELECTION_PENALTY``. Never
+        pass the true count of private data: the penalty would then depend on it.
     engine : {'auto', 'numba', 'numpy'}
     rng : numpy.random.Generator, optional
 
@@ -533,7 +589,10 @@ def dawa(counts, *, epsilon, partition_fraction: float = 0.25, workload="prefix"
     w = RangeWorkload.from_spec(workload, n)
     g = as_rng(rng)
     eps1, eps2 = (p.epsilon for p in b.split([frac, 1.0 - frac]))
-    lam = (1.0 / eps2 + SELECTION_PENALTY * 4.0 / eps1 if bucket_cost is None
+    if records_bound is not None:
+        records_bound = check_positive(records_bound, "records_bound")
+    penalty = selection_penalty(epsilon=b.epsilon, records_bound=records_bound, n=n)
+    lam = (1.0 / eps2 + penalty * 4.0 / eps1 if bucket_cost is None
            else check_nonnegative(bucket_cost, "bucket_cost"))
     edges = l1_partition(x, epsilon=eps1, bucket_cost=lam, rng=g, engine=engine)
     totals = bucket_sums(x, edges)
@@ -544,6 +603,8 @@ def dawa(counts, *, epsilon, partition_fraction: float = 0.25, workload="prefix"
                    {"n": n, "partition_fraction": frac, "buckets": int(edges.size - 1),
                     "edges": edges.tolist(), "workload": w.describe(),
                     "greedy_h_criterion": criterion, "bucket_cost": lam,
+                    **({} if bucket_cost is not None else {"selection_penalty": penalty}),
+                    **({} if records_bound is None else {"records_bound": records_bound}),
                     "partition_noise_scale": 4.0 / eps1,
                     "measured_nodes": int((strat.weight > 0).sum())},
                    {"partition": eps1, "buckets": eps2}, noise_scale=4.0 / eps1,

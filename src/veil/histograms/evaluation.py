@@ -76,7 +76,7 @@ def method_params(method: str, *, n: int, scale: int) -> dict:
     if method == "optimized-structurefirst":
         return {"k": max(1, math.ceil(n / 10)), "count_bound": float(scale),
                 "records_bound": float(scale)}
-    if method == "auto":
+    if method in ("auto", "dawa"):
         return {"records_bound": float(scale)}
     return {}
 
