@@ -124,6 +124,11 @@ def main(argv=None) -> int:
     ap.add_argument("--fit-dawa-penalty", type=Path, nargs="+", default=None,
                     metavar="CAL.json", help="fit DAWA's penalty schedule on --calibrate-dawa "
                     "--json files; print it and its held-out ratios")
+    ap.add_argument("--check-dawa-schedule", type=Path, nargs="+", default=None,
+                    metavar="CAL.json", help="the penalty schedule at the sizes of these "
+                    "--calibrate-dawa --json files, against the constant")
+    ap.add_argument("--dawa-maps", action="store_true",
+                    help="the penalty schedule on Hilbert-ordered maps (n = 65536)")
     ap.add_argument("--penalties", nargs="*", type=float, default=None,
                     help="selection penalties for --calibrate-dawa")
     ap.add_argument("--sf-k", type=Path, default=None, metavar="BASELINE.json",
@@ -163,6 +168,7 @@ def main(argv=None) -> int:
     run(speed=a.speed, hdmm=a.hdmm, accuracy=a.accuracy, fit_auto=a.fit_auto,
         calibrate_dawa=a.calibrate_dawa, hdmm_start=a.hdmm_start, penalties=a.penalties,
         fit_dawa_penalty_files=a.fit_dawa_penalty,
+        dawa_schedule_files=a.check_dawa_schedule, dawa_maps=a.dawa_maps,
         trials=a.trials, repeats=a.repeats, n=a.n, datasets=a.datasets, methods=a.methods,
         epsilons=a.epsilons, scales=a.scales, output=a.json, seed=a.seed, log=print)
     return 0

@@ -372,6 +372,7 @@ def auto_report(rows, *, folds: int = 3, candidates=None, log=print) -> dict:
 
 def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, calibrate_dawa=False,
         hdmm_start=False, trials=10, repeats=3, penalties=None, fit_dawa_penalty_files=None,
+        dawa_schedule_files=None, dawa_maps=False,
         n=None, datasets=None, methods=None, epsilons=None, scales=None, output=None,
         quick=False, seed=0, log=print) -> dict:
     """Driver behind ``benchmarks/histograms.py`` and ``veil bench histograms``."""
@@ -382,10 +383,15 @@ def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, calibrate_daw
 
     if hdmm_start:
         return {"hdmm_start": hdmm_start_benchmark(log=log)}
-    if not (speed or hdmm or accuracy or fit_auto or calibrate_dawa or fit_dawa_penalty_files):
+    if not (speed or hdmm or accuracy or fit_auto or calibrate_dawa or fit_dawa_penalty_files
+            or dawa_schedule_files or dawa_maps):
         speed = hdmm = accuracy = True
     if fit_dawa_penalty_files:
         return {"dawa_schedule": fit_dawa_penalty(fit_dawa_penalty_files, log=log)}
+    if dawa_schedule_files:
+        return {"dawa_schedule_check": dawa_schedule_check(dawa_schedule_files, log=log)}
+    if dawa_maps:
+        return {"dawa_maps": dawa_penalty_on_maps(log=log)}
     if calibrate_dawa:
         kw = {} if penalties is None else {"penalties": tuple(penalties)}
         if epsilons:
@@ -636,6 +642,98 @@ def fit_dawa_penalty(files, *, penalties=(2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0), fo
     table = "\n".join(lines)
     log("\n## DAWA selection penalty, held out by dataset (3 folds)\n" + table)
     return {"schedule": schedule, "table": table}
+
+
+def dawa_schedule_check(files, *, log=print) -> dict:
+    """How :data:`~veil.histograms.dawa.PENALTY_SCHEDULE` (fitted at n = 1024) does at other
+    sizes, on ``--calibrate-dawa --json`` files run at those sizes.
+
+    For every dataset, setting and workload: the error with the scheduled penalty (the
+    calibrated penalty nearest to it), divided by the least error of the calibrated
+    penalties; the geometric mean and the worst per file, for the schedule read with the
+    per-bin signal ``eps N / n`` (what ``dawa`` does), with the total ``eps N`` (as if n were
+    1024), and for the constant ``SELECTION_PENALTY``.
+    """
+    import json
+    from pathlib import Path
+
+    from .dawa import PENALTY_SCHEDULE, SELECTION_PENALTY
+
+    def pick(ls):
+        return next(p for u, p in PENALTY_SCHEDULE if ls < u)
+
+    out = {}
+    lines = ["| file | n | cells | schedule, eps N / n | schedule, eps N | constant "
+             f"{SELECTION_PENALTY:g} |", "|---|---|---|---|---|---|"]
+    for f in files:
+        cells: dict = {}
+        for r in json.loads(Path(f).read_text()):
+            key = (r["workload"], r["epsilon"], r["scale"], r["dataset"], r["n"])
+            cells.setdefault(key, {})[float(r["penalty"])] = (float(np.mean(r["errors"])),
+                                                               float(r["scale"]))
+        res: dict = {"per-bin": [], "total": [], "constant": []}
+        for (_, e, sc, _, n), c in cells.items():
+            best = min(max(v, 1.0 / sc) for v, _ in c.values())
+
+            def lr(p, c=c, sc=sc, best=best):
+                p = min(c, key=lambda q: abs(q - p))
+                return math.log(max(c[p][0], 1.0 / sc) / best)
+            res["per-bin"].append(lr(pick(math.log10(e * sc / n))))
+            res["total"].append(lr(pick(math.log10(e * sc / 1024))))
+            res["constant"].append(lr(SELECTION_PENALTY))
+        ns = sorted({k[4] for k in cells})
+        summary = {k: (math.exp(float(np.mean(v))), math.exp(max(v))) for k, v in res.items()}
+        out[str(f)] = summary
+        lines.append(f"| {Path(f).name} | {', '.join(map(str, ns))} | {len(cells)} | " + " | ".join(
+            f"{summary[k][0]:.2f} (worst {summary[k][1]:.1f})"
+            for k in ("per-bin", "total", "constant")) + " |")
+    log("\n## DAWA's penalty schedule at other sizes: geometric mean ratio to the best "
+        "calibrated penalty\n" + "\n".join(lines))
+    return out
+
+
+def dawa_penalty_on_maps(*, trials: int = 4, seed: int = 3, log=print) -> list:
+    """DAWA-2D's inner 1-D DAWA (Hilbert order, n = 65536) with the penalty the schedule would
+    give against the constant, on the two DPBench 2-D maps and three point-file maps (N 10^4
+    and 10^6, eps 0.1 and 1, 2000 random rectangles): why the schedule stops at
+    ``SCHEDULE_MAX_N``."""
+    from ..maps.evaluation import (load_dpbench_2d, random_rectangles, real_shapes,
+                                   resample_map)
+    from ..maps.evaluation import scaled_error as map_error
+    from ..maps.mechanisms import hilbert_cells
+    from .dawa import PENALTY_SCHEDULE, SELECTION_PENALTY, dawa
+
+    shapes = load_dpbench_2d()
+    shapes.update(dict(list(real_shapes().items())[:3]))
+    g = make_rng(seed=seed)  # experiments only
+    rows = []
+    lines = ["| map | N | eps | scheduled penalty | error, scheduled | error, constant | ratio |",
+             "|---|---|---|---|---|---|---|"]
+    for name, sh in shapes.items():
+        q = random_rectangles(*sh.shape, size=2000, rng=np.random.default_rng(1))
+        idx = hilbert_cells(*sh.shape)
+        for N in (10**4, 10**6):
+            for eps in (0.1, 1.0):
+                s = eps * N / idx.size
+                pen = next(p for u, p in PENALTY_SCHEDULE if math.log10(s) < u)
+                lam = 1.0 / (0.75 * eps) + pen * 4.0 / (0.25 * eps)
+                e_s, e_c = [], []
+                for _ in range(trials):
+                    x = resample_map(sh, N, rng=g)
+                    flat = x.ravel()[idx]
+                    for cost, acc in ((lam, e_s), (None, e_c)):
+                        r = dawa(flat, epsilon=eps, bucket_cost=cost, rng=g)
+                        est = np.empty(idx.size)
+                        est[idx] = r.value
+                        acc.append(map_error(q, x, est.reshape(sh.shape), scale=N))
+                a, b = float(np.mean(e_s)), float(np.mean(e_c))
+                rows.append({"map": name, "N": N, "epsilon": eps, "penalty": pen,
+                             "scheduled": a, "constant": b})
+                lines.append(f"| {name} | {N:.0e} | {eps:g} | {pen:g} | {a:.3g} | {b:.3g} | "
+                             f"{a / b:.2f} |")
+    log(f"\n## DAWA on Hilbert-ordered maps (n = 65536): scheduled penalty vs {SELECTION_PENALTY:g}"
+        f", {trials} trials\n" + "\n".join(lines))
+    return rows
 
 
 #: ratios "veil / reference" that issue 19 quotes for the implementation on main (measured by

@@ -62,7 +62,11 @@ docs/benchmarks.md): 6 below ``log10(s) = -2.39``, 5 below -1.64, 3 below
 -0.64, 2.5 below 0.49, then 2. ``N`` is public (or a DP estimate paid for
 elsewhere, as ``auto`` does), so the penalty is still a public constant of the
 release and the privacy argument is unchanged. Without ``N``, the constant
-``SELECTION_PENALTY`` is used.
+``SELECTION_PENALTY`` is used. The schedule was fitted at n = 1024 and checked
+at n = 64, 256 and 4096 (better than the constant at each); it is applied up to
+``SCHEDULE_MAX_N`` = 4096 bins only: on the Hilbert-ordered 256 x 256 maps
+(n = 65536) it was up to 6.0x worse than the constant at low signal, where the
+per-bin signal is small but the data's total (``eps N``) is not.
 
 Why the whole mechanism is eps-DP: stage 1 is ``eps1``-DP (above) and the
 partition is its only output; GreedyH's weights depend only on the partition
@@ -86,7 +90,8 @@ from ._common import NEIGHBOURS, as_budget, as_counts, as_rng, bucket_sums, spre
 from ._compile import njit, use_compiled
 from .workload import RangeWorkload
 
-__all__ = ["dawa", "SELECTION_PENALTY", "PENALTY_SCHEDULE", "selection_penalty", "l1_partition",
+__all__ = ["dawa", "SELECTION_PENALTY", "PENALTY_SCHEDULE", "SCHEDULE_MAX_N", "selection_penalty",
+           "l1_partition",
            "interval_deviations", "best_partition", "greedy_h",
            "GreedyHStrategy", "tree_gls"]
 
@@ -101,14 +106,17 @@ SELECTION_PENALTY = 2.5
 PENALTY_SCHEDULE = ((-2.3856, 6.0), (-1.6353, 5.0), (-0.6353, 3.0), (0.4897, 2.5),
                     (math.inf, 2.0))
 
+#: the schedule is used up to this many bins (the sizes it was measured at: 64-4096)
+SCHEDULE_MAX_N = 4096
+
 
 def selection_penalty(*, epsilon: float, records_bound: float | None, n: int,
                       schedule=None) -> float:
     """The selection penalty DAWA uses (units of the partition's noise scale ``4/eps1``).
 
     ``records_bound`` must be public (or a DP estimate): the penalty is then a
-    public constant, which the privacy argument of stage 1 allows. Without it,
-    :data:`SELECTION_PENALTY`.
+    public constant, which the privacy argument of stage 1 allows. Without it, or
+    above :data:`SCHEDULE_MAX_N` bins, :data:`SELECTION_PENALTY`.
 
     Examples
     --------
@@ -118,8 +126,10 @@ def selection_penalty(*, epsilon: float, records_bound: float | None, n: int,
     2.0
     >>> selection_penalty(epsilon=1.0, records_bound=None, n=1024)
     2.5
+    >>> selection_penalty(epsilon=0.01, records_bound=1000, n=65536)
+    2.5
     """
-    if records_bound is None:
+    if records_bound is None or int(n) > SCHEDULE_MAX_N:
         return SELECTION_PENALTY
     signal = float(epsilon) * float(records_bound) / int(n)
     ls = math.log10(signal) if signal > 0 else -math.inf
@@ -569,7 +579,8 @@ def dawa(counts, *, epsilon, partition_fraction: float = 0.25, workload="prefix"
     records_bound : float, optional
         A **public** upper bound on the number of records (or a DP estimate paid for
         elsewhere). It sets the penalty from the signal ``epsilon * N / n``
-        (:data:`PENALTY_SCHEDULE`); without it the penalty is ``SELECTION_PENALTY``. Never
+        (:data:`PENALTY_SCHEDULE`, up to ``SCHEDULE_MAX_N`` bins); without it the penalty is
+        ``SELECTION_PENALTY``. Never
         pass the true count of private data: the penalty would then depend on it.
     engine : {'auto', 'numba', 'numpy'}
     rng : numpy.random.Generator, optional
@@ -610,6 +621,10 @@ def dawa(counts, *, epsilon, partition_fraction: float = 0.25, workload="prefix"
                    {"partition": eps1, "buckets": eps2}, noise_scale=4.0 / eps1,
                    notes=(NEIGHBOURS, "partition: noisy L1 costs of power-of-two intervals "
                           "(Laplace 4/eps1, see veil.histograms.dawa); GreedyH weights from the "
-                          "partition and the public workload only", "float64 Laplace noise"),
+                          "partition and the public workload only", "float64 Laplace noise",
+                          *((f"selection penalty {penalty:g}: the schedule is used up to "
+                             f"{SCHEDULE_MAX_N} bins (measured there), not at n = {n}",)
+                            if records_bound is not None and bucket_cost is None
+                            and n > SCHEDULE_MAX_N else ())),
                    derived=("parameters.buckets", "parameters.edges",
                             "parameters.measured_nodes"))
