@@ -141,3 +141,35 @@ def test_the_schedule_is_more_accurate_than_the_constant_at_low_signal():
     assert stats.wilcoxon(d, alternative="greater").pvalue < 0.01
     assert stats.wilcoxon(-d, alternative="greater").pvalue > 0.5
     assert np.mean(sched) < np.mean(const)
+
+
+def test_cli_sidecars_with_a_records_bound_differ_only_in_declared_outputs(tmp_path,
+                                                                          repeat_releases):
+    """``veil histogram publish --method dawa --records-bound N`` on files one record (or 400
+    records) apart, same seed: the penalty and the bound are public settings, identical in both
+    sidecars; only the partition's outputs may move, and they do (power)."""
+    import json
+
+    from veil.audit.files import run_command
+    from veil.release import split_outputs
+
+    g = np.random.default_rng(5)
+    ages = np.r_[g.integers(0, 80, 300), np.full(60, 33)]
+    moved = 0
+    for seed in range(6):
+        metas = []
+        for extra in ([], [17] * (1 if seed % 2 else 400)):
+            (tmp_path / "p.csv").write_text("age\n" + "".join(
+                f"{v}\n" for v in [*ages.tolist(), *extra]))
+            out = run_command(["histogram", "publish", "p.csv", "-c", "age", "--bins", "0:80:32",
+                               "-e", "2", "--method", "dawa", "--records-bound", "1000",
+                               "-o", "out.csv", "--seed", str(seed), "--force"], tmp_path)
+            assert out.code == 0, out.stderr
+            metas.append(json.loads(out.files["out.csv.meta.json"]))
+        for m in metas:
+            assert m["parameters"]["selection_penalty"] == selection_penalty(
+                epsilon=2.0, records_bound=1000, n=32)
+            assert m["parameters"]["records_bound"] == 1000
+        moved += metas[0] != metas[1]
+        assert split_outputs(metas[0])[0] == split_outputs(metas[1])[0], seed
+    assert moved > 0
