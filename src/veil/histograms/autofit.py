@@ -14,8 +14,14 @@ re-sampled histograms):
    every candidate's cost is the mean over the training datasets and settings at
    that level of ``log(error / best error)``, where *best* is the least error of
    any method evaluated for that dataset and setting; the level gets the
-   candidate of least cost (errors below one record per query, ``1/scale``, count
-   as exact and equal);
+   candidate with the fewest cells above ``TARGET`` (1.15) times the best, ties
+   broken by the least mean log ratio (errors below one record per query,
+   ``1/scale``, count as exact and equal). Counting the cells over the target is
+   the accuracy goal itself (issue 19: within 1.15x of the best); on the
+   2026-12-06 DPBench run it fitted a rule with 92.6 % of the held-out random-range
+   cells within 1.15x against 90.7 % for the mean log ratio alone (prefix 97.2 %
+   either way), and a held-out worst case of 3.22x against 6.35x
+   (``target=None`` fits by the mean log ratio alone);
 2. consecutive levels with the same choice are merged and the boundaries put
    halfway (in ``log10``) between adjacent levels with different choices.
 
@@ -36,6 +42,17 @@ __all__ = ["fit_rule", "apply_rule", "evaluate_rule", "cross_validate", "CLASS_O
 
 #: evaluation workload -> rule class
 CLASS_OF_WORKLOAD = {"prefix": "prefix", "random": "ranges"}
+
+#: the fit counts the cells where a candidate is more than this many times the best
+TARGET = 1.15
+
+
+def _cost(ratios, target: float | None) -> tuple[float, float]:
+    """A candidate's cost over cells: (share of ratios above ``target``, mean log ratio),
+    compared in that order; with ``target=None`` only the mean log ratio."""
+    r = np.asarray(ratios, dtype=np.float64)
+    mean_log = float(np.mean(np.log(r)))
+    return (0.0 if target is None else float(np.mean(r > target)), mean_log)
 
 
 def _ratio(a: float, b: float, scale: float) -> float:
@@ -61,7 +78,7 @@ def _index(rows):
     return out
 
 
-def _fit_exact_epsilon(idx, keep, candidates) -> float:
+def _fit_exact_epsilon(idx, keep, candidates, target: float | None = TARGET) -> float:
     """The smallest epsilon from which Identity is the best candidate at every signal level.
 
     Identity's exact discrete Laplace noise is 0 in all but a fraction ``2a/(1+a)``
@@ -78,8 +95,7 @@ def _fit_exact_epsilon(idx, keep, candidates) -> float:
         for lv in sorted({k[1] for k in idx if k[2] == eps}):
             sub = [(k[3], v) for k, v in idx.items() if k[2] == eps and k[1] == lv
                    and (keep is None or k[4] in keep)]
-            cost = {m: float(np.mean([math.log(_ratio(c[m], min(c.values()), sc))
-                                      for (sc, c) in sub]))
+            cost = {m: _cost([_ratio(c[m], min(c.values()), sc) for (sc, c) in sub], target)
                     for m in candidates if all(m in c for _, c in sub)}
             ok &= bool(cost) and min(cost, key=cost.get) == "identity"
         wins.append(bool(cells) and ok)
@@ -94,8 +110,8 @@ def _fit_exact_epsilon(idx, keep, candidates) -> float:
     return float(round(math.sqrt(levels[k - 1] * levels[k]), 6))
 
 
-def fit_rule(rows, *, datasets=None, candidates=("identity", "hb", "hdmm", "dawa", "mwem")
-             ) -> dict:
+def fit_rule(rows, *, datasets=None, candidates=("identity", "hb", "hdmm", "dawa", "mwem"),
+             target: float | None = TARGET) -> dict:
     """Fit the rule on the rows of the given datasets (all by default); see the module doc.
 
     Returns ``{"exact_epsilon": E, "prefix": steps, "ranges": steps}``: Identity from
@@ -113,7 +129,8 @@ def fit_rule(rows, *, datasets=None, candidates=("identity", "hb", "hdmm", "dawa
     """
     idx = _index(rows)
     keep = None if datasets is None else set(datasets)
-    exact = _fit_exact_epsilon(idx, keep, candidates) if "identity" in candidates else math.inf
+    exact = (_fit_exact_epsilon(idx, keep, candidates, target) if "identity" in candidates
+             else math.inf)
     rule: dict = {"exact_epsilon": exact}
     for cls in sorted({k[0] for k in idx}):
         levels = sorted({k[1] for k in idx if k[0] == cls and k[2] < exact})
@@ -125,9 +142,9 @@ def fit_rule(rows, *, datasets=None, candidates=("identity", "hb", "hdmm", "dawa
                 continue
             cost = {}
             for m in candidates:
-                vals = [math.log(_ratio(c[m], min(c.values()), sc)) for sc, c in cells if m in c]
+                vals = [_ratio(c[m], min(c.values()), sc) for sc, c in cells if m in c]
                 if len(vals) == len(cells):
-                    cost[m] = float(np.mean(vals))
+                    cost[m] = _cost(vals, target)
             if not cost:
                 raise ParameterError(f"no candidate was evaluated at every {cls} setting")
             choice.append((lv, min(cost, key=cost.get)))
@@ -170,7 +187,8 @@ def evaluate_rule(rows, rule: dict, *, datasets=None) -> list[dict]:
 
 
 def cross_validate(rows, *, folds: int = 3, candidates=("identity", "hb", "hdmm", "dawa", "mwem"),
-                   seed: int = 0) -> tuple[list[dict], list[dict]]:
+                   seed: int = 0, target: float | None = TARGET
+                   ) -> tuple[list[dict], list[dict]]:
     """Fit on ``folds - 1`` folds of datasets and evaluate on the held-out fold, each in turn.
 
     Returns ``(rules, held_out)``: the rule of each fold (with its held-out
@@ -183,7 +201,7 @@ def cross_validate(rows, *, folds: int = 3, candidates=("identity", "hb", "hdmm"
     rules, held = [], []
     for i, test in enumerate(parts):
         train = [d for d in names if d not in test]
-        rule = fit_rule(rows, datasets=train, candidates=candidates)
+        rule = fit_rule(rows, datasets=train, candidates=candidates, target=target)
         rules.append({"fold": i, "held_out": test, "rule": rule})
         for e in evaluate_rule(rows, rule, datasets=set(test)):
             held.append({**e, "fold": i})
