@@ -217,8 +217,7 @@ def main(argv=None) -> int:
               f"fraction*eps*N/16 >= {a.min_feature_signal:g}")
         for i, test in enumerate(parts):
             train = set(names) - set(test)
-            # the mean-log fit this study was run with (before autofit.TARGET)
-            base = fit_rule(rows, datasets=train, candidates=cands, target=None)
+            base = fit_rule(rows, datasets=train, candidates=cands)
             if a.exact_epsilon is not None:
                 base["exact_epsilon"] = a.exact_epsilon
             br = fit_branches(cells, feats, base, train, cands, a.fraction,

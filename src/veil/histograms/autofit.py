@@ -14,14 +14,14 @@ re-sampled histograms):
    every candidate's cost is the mean over the training datasets and settings at
    that level of ``log(error / best error)``, where *best* is the least error of
    any method evaluated for that dataset and setting; the level gets the
-   candidate with the fewest cells above ``TARGET`` (1.15) times the best, ties
-   broken by the least mean log ratio (errors below one record per query,
-   ``1/scale``, count as exact and equal). Counting the cells over the target is
-   the accuracy goal itself (issue 19: within 1.15x of the best); on the
-   2026-12-06 DPBench run it fitted a rule with 92.6 % of the held-out random-range
-   cells within 1.15x against 90.7 % for the mean log ratio alone (prefix 97.2 %
-   either way), and a held-out worst case of 3.22x against 6.35x
-   (``target=None`` fits by the mean log ratio alone);
+   candidate of least cost (errors below one record per query, ``1/scale``, count
+   as exact and equal). With ``target`` (e.g. ``TARGET`` = 1.15, the accuracy goal
+   of issue 19) the level instead gets the candidate with the fewest cells above
+   ``target`` times the best, ties broken by the mean log ratio. On the two
+   DPBench runs of 2026-12-06 both fit the same rule on all 18 datasets; held out,
+   the count was better on one run's random ranges (200 against 196 of 216 cells
+   within 1.15x) and worse on the other's (192 against 195), so the default stays
+   the mean log ratio;
 2. consecutive levels with the same choice are merged and the boundaries put
    halfway (in ``log10``) between adjacent levels with different choices.
 
@@ -43,7 +43,8 @@ __all__ = ["fit_rule", "apply_rule", "evaluate_rule", "cross_validate", "CLASS_O
 #: evaluation workload -> rule class
 CLASS_OF_WORKLOAD = {"prefix": "prefix", "random": "ranges"}
 
-#: the fit counts the cells where a candidate is more than this many times the best
+#: with ``fit_rule(..., target=TARGET)`` the fit counts the cells where a candidate is more
+#: than this many times the best
 TARGET = 1.15
 
 
@@ -78,7 +79,7 @@ def _index(rows):
     return out
 
 
-def _fit_exact_epsilon(idx, keep, candidates, target: float | None = TARGET) -> float:
+def _fit_exact_epsilon(idx, keep, candidates, target: float | None = None) -> float:
     """The smallest epsilon from which Identity is the best candidate at every signal level.
 
     Identity's exact discrete Laplace noise is 0 in all but a fraction ``2a/(1+a)``
@@ -111,7 +112,7 @@ def _fit_exact_epsilon(idx, keep, candidates, target: float | None = TARGET) -> 
 
 
 def fit_rule(rows, *, datasets=None, candidates=("identity", "hb", "hdmm", "dawa", "mwem"),
-             target: float | None = TARGET) -> dict:
+             target: float | None = None) -> dict:
     """Fit the rule on the rows of the given datasets (all by default); see the module doc.
 
     Returns ``{"exact_epsilon": E, "prefix": steps, "ranges": steps}``: Identity from
@@ -187,7 +188,7 @@ def evaluate_rule(rows, rule: dict, *, datasets=None) -> list[dict]:
 
 
 def cross_validate(rows, *, folds: int = 3, candidates=("identity", "hb", "hdmm", "dawa", "mwem"),
-                   seed: int = 0, target: float | None = TARGET
+                   seed: int = 0, target: float | None = None
                    ) -> tuple[list[dict], list[dict]]:
     """Fit on ``folds - 1`` folds of datasets and evaluate on the held-out fold, each in turn.
 
