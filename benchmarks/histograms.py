@@ -129,6 +129,11 @@ def main(argv=None) -> int:
                     "--calibrate-dawa --json files, against the constant")
     ap.add_argument("--dawa-maps", action="store_true",
                     help="the penalty schedule on Hilbert-ordered maps (n = 65536)")
+    ap.add_argument("--dawa2d-penalties", type=int, default=None, metavar="PART",
+                    help="DAWA-2D's error for penalties 1-3 on the eight maps, half PART (0 or "
+                    "1) of them; --json for the rows")
+    ap.add_argument("--dawa2d-table", type=Path, nargs="+", default=None, metavar="ROWS.json",
+                    help="the table of --dawa2d-penalties runs (both halves)")
     ap.add_argument("--penalties", nargs="*", type=float, default=None,
                     help="selection penalties for --calibrate-dawa")
     ap.add_argument("--sf-k", type=Path, default=None, metavar="BASELINE.json",
@@ -169,6 +174,9 @@ def main(argv=None) -> int:
         calibrate_dawa=a.calibrate_dawa, hdmm_start=a.hdmm_start, penalties=a.penalties,
         fit_dawa_penalty_files=a.fit_dawa_penalty,
         dawa_schedule_files=a.check_dawa_schedule, dawa_maps=a.dawa_maps,
+        dawa2d_penalties=({"from": a.dawa2d_table} if a.dawa2d_table else
+                          {"part": a.dawa2d_penalties} if a.dawa2d_penalties is not None
+                          else None),
         trials=a.trials, repeats=a.repeats, n=a.n, datasets=a.datasets, methods=a.methods,
         epsilons=a.epsilons, scales=a.scales, output=a.json, seed=a.seed, log=print)
     return 0

@@ -173,3 +173,38 @@ def test_cli_sidecars_with_a_records_bound_differ_only_in_declared_outputs(tmp_p
         moved += metas[0] != metas[1]
         assert split_outputs(metas[0])[0] == split_outputs(metas[1])[0], seed
     assert moved > 0
+
+
+def _calibration_rows(errors):
+    """--calibrate-dawa --json rows from {(dataset, eps, penalty): error} at n = 1024, scale 1000,
+    one workload."""
+    return [{"workload": "prefix", "scale": 1000, "epsilon": e, "penalty": p, "dataset": d,
+             "n": 1024, "errors": [v]} for (d, e, p), v in errors.items()]
+
+
+def test_penalty_fit_is_the_best_non_increasing_schedule_by_brute_force(tmp_path):
+    """fit_dawa_penalty's dynamic program against every non-increasing assignment of the
+    penalties to the signal levels (random errors, 4 levels x 3 penalties x 3 datasets)."""
+    import itertools
+    import json
+
+    from veil.histograms.bench import fit_dawa_penalty
+
+    g = np.random.default_rng(3)
+    pens, epss, ds = (2.0, 3.0, 5.0), (0.01, 0.1, 1.0, 10.0), ("a", "b", "c")
+    for _ in range(5):
+        errs = {(d, e, p): float(g.uniform(1, 3)) for d in ds for e in epss for p in pens}
+        f = tmp_path / "cal.json"
+        f.write_text(json.dumps(_calibration_rows(errs)))
+        got = fit_dawa_penalty([f], penalties=pens, log=lambda *_: None)["schedule"]
+
+        def cost(e, p):
+            return float(np.mean([math.log(errs[(d, e, p)] / min(errs[(d, e, q)] for q in pens))
+                                  for d in ds]))
+        best = min((seq for seq in itertools.product(pens, repeat=len(epss))
+                    if all(a >= b for a, b in zip(seq, seq[1:]))),
+                   key=lambda seq: sum(cost(e, p) for e, p in zip(epss, seq)))
+        levels = [math.log10(e * 1000 / 1024) for e in epss]
+        assigned = tuple(next(p for u, p in got if lv < u) for lv in levels)
+        assert assigned == best
+        assert [p for _, p in got] == sorted((p for _, p in got), reverse=True)

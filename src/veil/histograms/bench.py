@@ -372,7 +372,7 @@ def auto_report(rows, *, folds: int = 3, candidates=None, log=print) -> dict:
 
 def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, calibrate_dawa=False,
         hdmm_start=False, trials=10, repeats=3, penalties=None, fit_dawa_penalty_files=None,
-        dawa_schedule_files=None, dawa_maps=False,
+        dawa_schedule_files=None, dawa_maps=False, dawa2d_penalties=None,
         n=None, datasets=None, methods=None, epsilons=None, scales=None, output=None,
         quick=False, seed=0, log=print) -> dict:
     """Driver behind ``benchmarks/histograms.py`` and ``veil bench histograms``."""
@@ -384,7 +384,7 @@ def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, calibrate_daw
     if hdmm_start:
         return {"hdmm_start": hdmm_start_benchmark(log=log)}
     if not (speed or hdmm or accuracy or fit_auto or calibrate_dawa or fit_dawa_penalty_files
-            or dawa_schedule_files or dawa_maps):
+            or dawa_schedule_files or dawa_maps or dawa2d_penalties is not None):
         speed = hdmm = accuracy = True
     if fit_dawa_penalty_files:
         return {"dawa_schedule": fit_dawa_penalty(fit_dawa_penalty_files, log=log)}
@@ -392,6 +392,17 @@ def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, calibrate_daw
         return {"dawa_schedule_check": dawa_schedule_check(dawa_schedule_files, log=log)}
     if dawa_maps:
         return {"dawa_maps": dawa_penalty_on_maps(log=log)}
+    if dawa2d_penalties is not None:
+        import json
+        from pathlib import Path
+
+        if dawa2d_penalties.get("from"):
+            rows = [r for f in dawa2d_penalties["from"] for r in json.loads(Path(f).read_text())]
+        else:
+            rows = dawa2d_penalty_calibration(part=dawa2d_penalties.get("part", 0), log=log)
+            if output:
+                Path(output).write_text(json.dumps(rows))
+        return {"dawa2d_penalties": dawa2d_penalty_table(rows, log=log)}
     if calibrate_dawa:
         kw = {} if penalties is None else {"penalties": tuple(penalties)}
         if epsilons:
@@ -627,8 +638,9 @@ def fit_dawa_penalty(files, *, penalties=(2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0), fo
         test = set(perm[i::folds])
         st = fit(set(names) - test)
         log(f"#   fold {i} (held out: {', '.join(sorted(test))}): {st}")
-        held += [(k, lr(c, pick(st, k[1])), lr(c, SELECTION_PENALTY)) for k, c in cells.items()
-                 if k[4] in test]
+        held += [(k, lr(c, pick(st, k[1])),
+                  lr(c, SELECTION_PENALTY) if SELECTION_PENALTY in c else math.nan)
+                 for k, c in cells.items() if k[4] in test]
     lines = ["| log10(signal) level | cells | schedule: geo. mean ratio to the best penalty | "
              f"constant {SELECTION_PENALTY:g} |", "|---|---|---|---|"]
     for lv in sorted({k[1] for k, _, _ in held}):
@@ -734,6 +746,67 @@ def dawa_penalty_on_maps(*, trials: int = 4, seed: int = 3, log=print) -> list:
     log(f"\n## DAWA on Hilbert-ordered maps (n = 65536): scheduled penalty vs {SELECTION_PENALTY:g}"
         f", {trials} trials\n" + "\n".join(lines))
     return rows
+
+
+def dawa2d_penalty_calibration(*, penalties=(1.0, 1.5, 2.0, 2.5, 3.0), trials: int = 3,
+                               part: int = 0, parts: int = 2, log=print) -> list:
+    """DAWA-2D's inner DAWA (Hilbert order, n = 65536) with several selection penalties on the
+    eight maps of the maps protocol (``part`` of ``parts``, maps in name order, seed
+    ``20 + part``): N in {10^4, 10^6, 10^8}, eps in {0.1, 1}, 2000 random rectangles. Rows
+    ``{map, N, epsilon, penalty, trial, error}`` (whether a 2-D schedule would help DAWA-2D)."""
+    from ..maps.evaluation import (fresh_shapes, load_dpbench_2d, random_rectangles,
+                                   real_shapes, resample_map)
+    from ..maps.evaluation import scaled_error as map_error
+    from ..maps.mechanisms import hilbert_cells
+    from .dawa import dawa
+
+    shapes = {**load_dpbench_2d(), **real_shapes(), **fresh_shapes()}
+    g = np.random.default_rng(20 + part)  # experiments only
+    rows = []
+    for name in sorted(shapes)[part::parts]:
+        sh = shapes[name]
+        q = random_rectangles(*sh.shape, size=2000, rng=np.random.default_rng(1))
+        idx = hilbert_cells(*sh.shape)
+        for N in (10**4, 10**6, 10**8):
+            for eps in (0.1, 1.0):
+                for t in range(trials):
+                    x = resample_map(sh, N, rng=g)
+                    flat = x.ravel()[idx]
+                    for p in penalties:
+                        lam = 1.0 / (0.75 * eps) + p * 4.0 / (0.25 * eps)
+                        r = dawa(flat, epsilon=eps, bucket_cost=lam, rng=g)
+                        est = np.empty(idx.size)
+                        est[idx] = r.value
+                        rows.append({"map": name, "N": N, "epsilon": eps, "penalty": p,
+                                     "trial": t, "error": map_error(q, x, est.reshape(sh.shape),
+                                                                    scale=N)})
+        log(f"  {name}")
+    return rows
+
+
+def dawa2d_penalty_table(rows, *, log=print) -> str:
+    """Per level of ``eps N``: the geometric mean over maps of each penalty's mean error over
+    the least one's (rows of :func:`dawa2d_penalty_calibration`, all parts merged)."""
+    pens = sorted({r["penalty"] for r in rows})
+    cells: dict = {}
+    for r in rows:
+        cells.setdefault((r["map"], r["N"], r["epsilon"]), {}).setdefault(
+            r["penalty"], []).append(r["error"])
+    lines = ["| eps x N (maps) | " + " | ".join(f"{p:g}" for p in pens) + " |",
+             "|---|" + "---|" * len(pens)]
+    for lvl in sorted({N * e for (_, N, e) in cells}):
+        ks = [k for k in cells if k[1] * k[2] == lvl]
+        lr: dict = {p: [] for p in pens}
+        for k in ks:
+            m = {p: float(np.mean(cells[k][p])) for p in pens}
+            b = min(m.values())
+            for p in pens:
+                lr[p].append(math.log(m[p] / b))
+        lines.append(f"| {lvl:g} ({len(ks)}) | " + " | ".join(
+            f"{math.exp(np.mean(lr[p])):.2f}" for p in pens) + " |")
+    table = "\n".join(lines)
+    log("\n## DAWA-2D: error / best penalty's (geometric mean over maps)\n" + table)
+    return table
 
 
 #: ratios "veil / reference" that issue 19 quotes for the implementation on main (measured by
