@@ -52,6 +52,8 @@ def test_dawa_with_a_records_bound_uses_the_scheduled_penalty():
     r0 = dawa(x, epsilon=eps, rng=np.random.default_rng(1))
     assert r0.parameters["selection_penalty"] == SELECTION_PENALTY
     assert "records_bound" not in r0.parameters
+    assert any("no public records bound" in note for note in r0.notes)  # the user is told
+    assert not any("no public records bound" in note for note in r.notes)
     # an explicit bucket cost wins and no penalty is reported
     r1 = dawa(x, epsilon=eps, records_bound=100, bucket_cost=7.0, rng=np.random.default_rng(1))
     assert r1.parameters["bucket_cost"] == 7.0 and "selection_penalty" not in r1.parameters

@@ -625,6 +625,11 @@ def dawa(counts, *, epsilon, partition_fraction: float = 0.25, workload="prefix"
                           *((f"selection penalty {penalty:g}: the schedule is used up to "
                              f"{SCHEDULE_MAX_N} bins (measured there), not at n = {n}",)
                             if records_bound is not None and bucket_cost is None
-                            and n > SCHEDULE_MAX_N else ())),
+                            and n > SCHEDULE_MAX_N else ()),
+                          *((f"selection penalty {penalty:g}: no public records bound was "
+                             "given; with one (records_bound) the penalty follows the signal "
+                             "eps N / n (PENALTY_SCHEDULE)",)
+                            if records_bound is None and bucket_cost is None
+                            and n <= SCHEDULE_MAX_N else ())),
                    derived=("parameters.buckets", "parameters.edges",
                             "parameters.measured_nodes"))
