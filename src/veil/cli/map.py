@@ -121,7 +121,7 @@ def publish_cmd(
                                            "GeoJSON."),
     png: Optional[Path] = typer.Option(None, "--png", help="Also write a PNG heat map."),
     geotiff: Optional[Path] = typer.Option(None, "--geotiff", help="Also write a GeoTIFF "
-                                           "(needs veil[geotiff])."),
+                                           "(needs veil\\[geotiff])."),
     engine: str = typer.Option("local", "--engine", help="local (DuckDB) or dask (Parquet "
                                "input, DuckDB per partition)."),
     workers: int = typer.Option(2, "--workers", help="Dask workers (a local cluster)."),

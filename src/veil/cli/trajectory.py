@@ -164,7 +164,7 @@ def _parse_latlon(text: str, option: str):
 @app.command("release")
 @writes_files("input", "model")
 def release_cmd(
-    input: Path = typer.Argument(..., help="A CSV/Parquet with [user,]t,lat,lon (time-sorted "
+    input: Path = typer.Argument(..., help="A CSV/Parquet with \\[user,]t,lat,lon (time-sorted "
                                  "per user) or a GeoLife .plt file."),
     epsilon: float = EPSILON,
     delta: float = typer.Option(..., "--delta", "-d", help="delta-location set: cells holding "
