@@ -46,6 +46,9 @@ def test_grid_validation_and_round_trip():
     assert MapGrid.from_dict(GRID.to_dict()) == GRID
     assert parse_bbox("1,2,3,4") == (1.0, 2.0, 3.0, 4.0)
     assert parse_shape("3x5") == (3, 5)
+    for bad in ("0x8", "8x-1", "0"):
+        with pytest.raises(ParameterError, match=r"--grid: rows and columns must be >= 1"):
+            parse_shape(bad)
     for bad in ("1,2,3", "a,b,c,d"):
         with pytest.raises(ParameterError, match="--bbox"):
             parse_bbox(bad)
@@ -225,9 +228,10 @@ def test_parameters_are_required_and_checked(tmp_path):
         grid_counts(tmp_path / "nope.csv", GRID, protects="record")
 
 
-@pytest.mark.parametrize("value, col, what", [("abc", "lat", "latitude"),
-                                              ("95.0", "lat", "latitude"),
-                                              ("nan", "lon", "longitude"),
+@pytest.mark.parametrize("value, col, what", [("abc", "lat", "latitude 'abc' is not a number"),
+                                              ("95.0", "lat", r"latitude '95\.0' is not a number"),
+                                              ("nan", "lon", "longitude 'nan' is not a number"),
+                                              ("", "lon", "longitude is missing"),
                                               ("", "user", "missing user")])
 def test_bad_rows_are_named(tmp_path, value, col, what):
     rows = ["user,lat,lon", "a,0.1,0.1", "b,0.2,0.2", "c,0.3,0.3"]

@@ -138,6 +138,8 @@ def parse_shape(text: str, name: str = "--grid") -> tuple[int, int]:
         rows, cols = (int(p) for p in parts)
     except ValueError:
         raise ParameterError(f"{name}: expected ROWSxCOLS such as 256x256, got {text!r}") from None
+    if rows < 1 or cols < 1:
+        raise ParameterError(f"{name}: rows and columns must be >= 1, got {text!r}")
     return rows, cols
 
 

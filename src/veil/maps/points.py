@@ -182,7 +182,9 @@ def _points_view(grid: MapGrid, *, src: str, lat: str, lon: str, user: str | Non
             f"({window}) AS __inwin, "
             f"CASE WHEN {inside} THEN {row} * {grid.cols} + {col} ELSE -1 END AS __cell, "
             f"hash({int(salt)}, __u, __lat, __lon, __t) AS __k "
-            f"FROM (SELECT {la} AS __lat, {lo} AS __lon, {u} AS __u, {t} AS __t FROM {src})")
+            f"FROM (SELECT {la} AS __lat, {lo} AS __lon, {u} AS __u, {t} AS __t, "
+            f"CAST({sql.ident(lat)} AS VARCHAR) AS __lat_text, "
+            f"CAST({sql.ident(lon)} AS VARCHAR) AS __lon_text FROM {src})")
 
 
 def threshold_sql(view: str, m: int) -> str:
@@ -246,13 +248,18 @@ def _allocate_ties(ties: list[tuple[int, str, int]], need: dict[str, int], n_cel
 
 def _first_bad_row(con, view: str, src_desc: str, lat: str, lon: str, user, time) -> DataError:
     """On the error path: name the first bad row (1-based data row) and what is wrong."""
-    rows = con.sql(f"SELECT __row, __lat, __lon, __u, __t FROM (SELECT row_number() OVER () "
-                   f"AS __row, * FROM ({view})) WHERE __bad ORDER BY __row LIMIT 1").fetchall()
-    r, la, lo, u, t = rows[0]
+    rows = con.sql(f"SELECT __row, __lat, __lon, __u, __t, __lat_text, __lon_text FROM "
+                   f"(SELECT row_number() OVER () AS __row, * FROM ({view})) WHERE __bad "
+                   f"ORDER BY __row LIMIT 1").fetchall()
+    r, la, lo, u, t, la_text, lo_text = rows[0]
     if la is None or not np.isfinite(la) or not -90 <= la <= 90:
-        what, col = f"latitude {la!r} is missing, not a number or outside [-90, 90]", lat
+        what = (f"latitude {la_text!r} is not a number or outside [-90, 90]"
+                if la_text is not None else "latitude is missing")
+        col = lat
     elif lo is None or not np.isfinite(lo) or not -180 <= lo <= 180:
-        what, col = f"longitude {lo!r} is missing, not a number or outside [-180, 180]", lon
+        what = (f"longitude {lo_text!r} is not a number or outside [-180, 180]"
+                if lo_text is not None else "longitude is missing")
+        col = lon
     elif user is not None and u is None:
         what, col = "missing user (every point needs one to bound a person's points)", user
     else:
