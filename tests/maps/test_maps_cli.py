@@ -265,3 +265,11 @@ def test_bad_input_files_exit_2_with_one_line_and_no_output(tmp_path, capsys, na
     for n in needles:
         assert n in err, (n, err)
     assert not list(out.iterdir())
+
+
+def test_query_of_a_missing_map_says_no_such_file(tmp_path, capsys):
+    """A missing table is named as missing (it used to be reported as a missing sidecar)."""
+    code = run(["map", "query", str(tmp_path / "nope.parquet"), "--bbox", "0,0,1,1"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "nope.parquet" in err and "no such file" in err, err
+    assert "sidecar" not in err

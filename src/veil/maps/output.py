@@ -275,6 +275,8 @@ def read_map(path) -> PublishedMap:
 
     path = Path(os.fspath(path))
     side = sidecar_path(path)
+    if not path.exists():
+        raise DataError("no such file", path=str(path))
     if not side.exists():
         raise DataError(f"no sidecar {side.name} next to the map: a published map is the table "
                         "and its .meta.json (written by veil map publish)", path=str(path))
