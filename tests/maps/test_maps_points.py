@@ -328,3 +328,14 @@ def test_cli_dask_engine_equals_local(tmp_path, repeat_releases):
         outs[engine] = read_map(tmp_path / f"{engine}.parquet")
     assert np.array_equal(outs["local"].values, outs["dask"].values)
     assert outs["dask"].meta["parameters"]["engine"] == "dask"
+
+
+def test_the_counting_pass_compares_each_point_with_one_key_not_a_list():
+    """The counting pass joins on one threshold key per user (``__kt``): comparing each point
+    with ``list_max`` of the user's m keys made ``--max-points 5000`` 118x slower than now
+    (``benchmarks/maps_bound.py``). Guard: the pass never reads the key lists."""
+    from veil.maps.points import count_sql, threshold_sql
+
+    q = count_sql("SELECT 1", bounded=True)
+    assert "__ks" not in q and "list_max" not in q and "__kt" in q
+    assert "__kt" in threshold_sql("SELECT 1", 5)

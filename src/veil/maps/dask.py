@@ -185,12 +185,17 @@ def grid_counts_dask(path, grid: MapGrid, *, lat: str = "lat", lon: str = "lon",
                 thr = mcon.sql(f"SELECT * FROM __p WHERE __n > {m}").to_arrow_table()
             finally:
                 mcon.close()
+            kts = []
             for u, ks, _n in zip(thr.column("__u").to_pylist(), thr.column("__ks").to_pylist(),
                                  thr.column("__n").to_pylist()):
                 t = ks[-1]
+                kts.append(t)
                 need[u] = m - sum(1 for k in ks if k < t)
             thr_info = (thr.num_rows, int(sum(thr.column("__n").to_pylist())))
-            thr_f = client.scatter(thr, broadcast=True)
+            # pass 2 needs only each user's threshold key (the largest kept), not the m keys
+            thr_f = client.scatter(pa.table({"__u": thr.column("__u"),
+                                             "__kt": pa.array(kts, type=pa.uint64())}),
+                                   broadcast=True)
         else:
             thr_f = None
         futs = client.map(_part_counts, [spec] * len(parts), [a for a, _ in parts],
