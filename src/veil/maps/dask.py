@@ -30,7 +30,7 @@ from ..random import make_rng
 from ..validation import check_choice, check_int
 from .grid import MapGrid
 from .points import (PROTECTS, PointCounts, _allocate_ties, _points_view, check_unit,
-                     collect_counts, count_sql, grid_counts)
+                     collect_counts, count_sql, grid_counts, threshold_columns)
 
 __all__ = ["grid_counts_dask", "partitions"]
 
@@ -182,20 +182,16 @@ def grid_counts_dask(path, grid: MapGrid, *, lat: str = "lat", lon: str = "lon",
                     mcon.unregister("__p")
                     del part, both
                 mcon.register("__p", acc)
-                thr = mcon.sql(f"SELECT * FROM __p WHERE __n > {m}").to_arrow_table()
+                # one row of scalars per user over the bound: the key lists are dropped
+                thr = mcon.sql(f"SELECT __u, {threshold_columns('__ks', m)}, __n FROM __p "
+                               f"WHERE __n > {m}").to_arrow_table()
+                del acc
             finally:
                 mcon.close()
-            kts = []
-            for u, ks, _n in zip(thr.column("__u").to_pylist(), thr.column("__ks").to_pylist(),
-                                 thr.column("__n").to_pylist()):
-                t = ks[-1]
-                kts.append(t)
-                need[u] = m - sum(1 for k in ks if k < t)
+            need = dict(zip(thr.column("__u").to_pylist(), thr.column("__need").to_pylist()))
             thr_info = (thr.num_rows, int(sum(thr.column("__n").to_pylist())))
             # pass 2 needs only each user's threshold key (the largest kept), not the m keys
-            thr_f = client.scatter(pa.table({"__u": thr.column("__u"),
-                                             "__kt": pa.array(kts, type=pa.uint64())}),
-                                   broadcast=True)
+            thr_f = client.scatter(thr.select(["__u", "__kt"]), broadcast=True)
         else:
             thr_f = None
         futs = client.map(_part_counts, [spec] * len(parts), [a for a, _ in parts],

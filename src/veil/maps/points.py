@@ -187,9 +187,18 @@ def _points_view(grid: MapGrid, *, src: str, lat: str, lon: str, user: str | Non
             f"CAST({sql.ident(lon)} AS VARCHAR) AS __lon_text FROM {src})")
 
 
+def threshold_columns(ks: str, m: int) -> str:
+    """From ``ks``, a user's ``m`` smallest keys: ``__kt``, the largest kept key, and
+    ``__need``, how many of the points whose key equals ``__kt`` are kept (``m`` minus the
+    keys below it; duplicate points share a key). Scalars: the key lists are not kept."""
+    return (f"list_sort({ks})[-1] AS __kt, "
+            f"{int(m) + 1} - list_position(list_sort({ks}), list_sort({ks})[-1]) AS __need")
+
+
 def threshold_sql(view: str, m: int) -> str:
-    """Per user with more than ``m`` usable points: the ``m`` smallest keys and their count."""
-    return (f"SELECT __u, __ks, list_max(__ks) AS __kt, __n FROM (SELECT __u, "
+    """Per user with more than ``m`` usable points: the threshold key, the number of points
+    kept at it, and the user's count of usable points (one row of scalars per user)."""
+    return (f"SELECT __u, {threshold_columns('__ks', m)}, __n FROM (SELECT __u, "
             f"min(__k, {m}) AS __ks, count(*) AS __n FROM ({view}) "
             f"WHERE NOT __bad AND __inside AND __inwin GROUP BY __u HAVING count(*) > {m})")
 
@@ -389,9 +398,7 @@ def _grid_counts(path, grid, *, lat, lon, user, time, protects, m, start, end, f
             need: dict[str, int] = {}
             if m is not None:
                 con.execute(f"CREATE TEMP TABLE __thr AS {threshold_sql(view, m)}")
-                for u, ks, _n in con.sql("SELECT __u, __ks, __n FROM __thr").fetchall():
-                    t = ks[-1]
-                    need[u] = m - sum(1 for k in ks if k < t)
+                need = dict(con.sql("SELECT __u, __need FROM __thr").fetchall())
             table = con.sql(count_sql(view, bounded=m is not None)).to_arrow_table()
         except duckdb.Error as exc:
             if source_sql is not None:
