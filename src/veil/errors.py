@@ -15,6 +15,7 @@ __all__ = [
     "InfeasibleError",
     "BudgetExceededError",
     "InstanceTooLargeError",
+    "ResourceError",
     "PrivacyWarning",
 ]
 
@@ -68,6 +69,10 @@ class BudgetExceededError(VeilError, RuntimeError):
 
 class InstanceTooLargeError(VeilError, RuntimeError):
     """An exact algorithm would exceed its declared size or time limit."""
+
+
+class ResourceError(VeilError, RuntimeError):
+    """The job ran out of a machine resource (memory); the message names the setting to raise."""
 
 
 class PrivacyWarning(UserWarning):

@@ -339,3 +339,94 @@ def test_the_counting_pass_compares_each_point_with_one_key_not_a_list():
     q = count_sql("SELECT 1", bounded=True)
     assert "__ks" not in q and "list_max" not in q and "__kt" in q
     assert "__kt" in threshold_sql("SELECT 1", 5)
+
+
+# ------------------------------------------------------- many users with a large bound
+def _many_users_file(tmp_path):
+    """3000 light users (5 points) and 5 heavy ones (1500 points, a third of them identical)."""
+    g = np.random.default_rng(0)
+    light = pd.DataFrame({"user": np.repeat(np.arange(3000), 5).astype(str),
+                          "lat": g.random(15000), "lon": 2 * g.random(15000)})
+    heavy = pd.DataFrame({"user": np.repeat([f"h{i}" for i in range(5)], 1500),
+                          "lat": g.random(7500), "lon": 2 * g.random(7500)})
+    heavy.loc[::3, ["lat", "lon"]] = 0.25
+    f = tmp_path / "many.parquet"
+    pd.concat([light, heavy], ignore_index=True).to_parquet(f)
+    return f
+
+
+def test_threshold_plans_agree_with_brute_force():
+    """The top-m and the window plans of the threshold table give the same rows as a direct
+    count: the m-th smallest key, how many tied at it are kept, the user's count."""
+    import duckdb
+
+    from veil.maps.points import threshold_sql
+
+    g = np.random.default_rng(1)
+    rows = []
+    for u in range(60):
+        n = int(g.integers(1, 12))
+        keys = g.integers(0, 6, size=n)                      # many ties on purpose
+        rows += [(str(u), int(k)) for k in keys]
+    con = duckdb.connect()
+    con.execute("CREATE TABLE v AS SELECT * FROM (VALUES " +
+                ", ".join(f"('{u}', {k})" for u, k in rows) + ") t(__u, __k)")
+    view = "SELECT __u, __k::UBIGINT AS __k, false AS __bad, true AS __inside, true AS __inwin FROM v"
+    for m in (1, 3, 5, 11):
+        want = {}
+        for u in {r[0] for r in rows}:
+            ks = sorted(k for uu, k in rows if uu == u)
+            if len(ks) > m:
+                t = ks[m - 1]
+                want[u] = (t, m - sum(k < t for k in ks), len(ks))
+        for window in (False, True):
+            got = {u: (int(kt), int(need), int(n)) for u, kt, need, n in
+                   con.sql(threshold_sql(view, m, window=window)).fetchall()}
+            assert got == want, (m, window)
+
+
+def test_many_users_with_a_large_bound_fall_back_to_the_window_plan(tmp_path):
+    """Issue found on 10^5 users x 200 points with --max-points 1000: the top-m aggregate
+    reserves m slots per user and ran out of DuckDB's memory limit, and the error said the
+    Parquet file was corrupt. The window plan spills; the counts are the same."""
+    f = _many_users_file(tmp_path)
+    runs = {ml: grid_counts(f, GRID, user="user", max_points=1000, rng=make_rng(seed=3),
+                            memory_limit=ml) for ml in ("1GB", "16MB")}
+    assert runs["1GB"].private["threshold_plan"] == "top-m"
+    assert runs["16MB"].private["threshold_plan"] == "window"
+    assert np.array_equal(runs["1GB"].counts, runs["16MB"].counts)
+    assert runs["16MB"].counts.sum() == 15000 + 5 * 1000
+    assert runs["16MB"].private["points_removed_by_bound"] == 5 * 500
+
+
+def test_dask_partition_thresholds_fall_back_too(tmp_path):
+    from veil.maps.dask import _part_thresholds
+
+    f = _many_users_file(tmp_path)
+    spec = {"path": str(f), "grid": GRID.to_dict(), "lat": "lat", "lon": "lon", "user": "user",
+            "time": None, "start": None, "end": None, "salt": 77, "m": 1000}
+    out = {}
+    for ml in ("1GB", "16MB"):
+        t = _part_thresholds({**spec, "memory_limit": ml}, 0, 22500).to_pylist()
+        out[ml] = sorted((r["__u"], sorted(r["__ks"]), r["__n"]) for r in t)
+    assert out["1GB"] == out["16MB"] and len(out["1GB"]) == 3005
+
+
+def test_out_of_memory_is_not_reported_as_a_corrupt_file(tmp_path):
+    import duckdb
+
+    from veil.errors import ResourceError
+    from veil.io.read import _duck_error
+
+    try:
+        con = duckdb.connect()
+        con.execute("SET memory_limit = '8MB'")
+        con.sql("SELECT i % 20000 AS u, min(i, 1000) FROM range(200000) t(i) GROUP BY u"
+                ).fetchall()
+    except duckdb.OutOfMemoryException as exc:
+        err = _duck_error(exc, tmp_path / "p.parquet", "parquet", ",", True)
+    else:
+        pytest.fail("DuckDB did not run out of memory: the test needs a smaller limit")
+    assert isinstance(err, ResourceError)
+    assert "ran out of memory" in str(err) and "--memory-limit" in str(err)
+    assert "corrupt" not in str(err)

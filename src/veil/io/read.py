@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..errors import DataError, ParameterError
+from ..errors import DataError, ParameterError, ResourceError
 from ..validation import check_choice
 from . import sql
 
@@ -163,10 +163,19 @@ def _first_ragged_row(path: Path, delimiter: str, header: bool) -> tuple[int | N
     return None
 
 
-def _duck_error(exc: Exception, path: Path, fmt: str, delimiter: str, header: bool) -> DataError:
-    """Turn a DuckDB reading error into a DataError with the file and, if known, the row."""
+def _duck_error(exc: Exception, path: Path, fmt: str, delimiter: str,
+                header: bool) -> DataError | ResourceError:
+    """Turn a DuckDB reading error into a DataError with the file and, if known, the row
+    (a DuckDB out-of-memory error becomes a :class:`ResourceError`, not a bad file)."""
     msg = str(exc)
     spath = str(path)
+    if type(exc).__name__ == "OutOfMemoryException":
+        first = msg.strip().splitlines()[0] if msg.strip() else type(exc).__name__
+        first = re.sub(r"^[A-Za-z ]*Error:\s*", "", first)
+        return ResourceError(f"file {spath}: DuckDB ran out of memory while processing it "
+                             f"({first}); the file itself was not found faulty. Raise DuckDB's "
+                             f"memory limit (--memory-limit, where the command has it) or free "
+                             f"memory on this machine")
     if fmt == "csv":
         if "invalid unicode" in msg.lower():
             m = re.search(r"Line:\s*(\d+)", msg)

@@ -18,7 +18,10 @@ This path is self-contained (``distributed.Client.map`` over partitions); it doe
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -68,30 +71,47 @@ def _part_view(spec: dict, lo: int, hi: int) -> str:
                         start=spec["start"], end=spec["end"], salt=spec["salt"])
 
 
+@contextlib.contextmanager
 def _con(spec: dict):
+    """A DuckDB connection for one task: the memory limit, one thread, and its own temporary
+    directory for spilling (removed afterwards; never the worker's working directory)."""
+    tmp = tempfile.mkdtemp(prefix="veil-maps-duckdb-")
     con = _connect()
-    con.execute(f"SET memory_limit = {sql.literal(spec['memory_limit'])}")
-    con.execute("SET threads = 1")
-    return con
+    try:
+        con.execute(f"SET memory_limit = {sql.literal(spec['memory_limit'])}")
+        con.execute("SET threads = 1")
+        con.execute(f"SET temp_directory = {sql.literal(tmp)}")
+        yield con
+    finally:
+        con.close()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _part_thresholds(spec: dict, lo: int, hi: int):
-    """Pass 1 on one partition: per user, the m smallest keys and the count (Arrow table)."""
-    con = _con(spec)
-    try:
-        m = int(spec["m"])
-        view = _part_view(spec, lo, hi)
-        return con.sql(f"SELECT __u, min(__k, {m}) AS __ks, count(*) AS __n FROM ({view}) "
-                       f"WHERE NOT __bad AND __inside AND __inwin GROUP BY __u").to_arrow_table()
-    finally:
-        con.close()
+    """Pass 1 on one partition: per user, the m smallest keys and the count (Arrow table).
+
+    The top-m aggregate first; if DuckDB runs out of memory on it (it reserves m slots per
+    user), the same lists from a window ranking, whose memory follows the partition's rows."""
+    import duckdb
+
+    m = int(spec["m"])
+    with _con(spec) as con:
+        usable = (f"SELECT __u, __k FROM ({_part_view(spec, lo, hi)}) "
+                  f"WHERE NOT __bad AND __inside AND __inwin")
+        try:
+            return con.sql(f"SELECT __u, min(__k, {m}) AS __ks, count(*) AS __n "
+                           f"FROM ({usable}) GROUP BY __u").to_arrow_table()
+        except duckdb.OutOfMemoryException:
+            return con.sql(f"SELECT __u, list(__k ORDER BY __k) AS __ks, any_value(__n) AS __n "
+                           f"FROM (SELECT __u, __k, row_number() OVER (PARTITION BY __u "
+                           f"ORDER BY __k) AS __rn, count(*) OVER (PARTITION BY __u) AS __n "
+                           f"FROM ({usable})) WHERE __rn <= {m} GROUP BY __u").to_arrow_table()
 
 
 def _part_counts(spec: dict, lo: int, hi: int, thr):
     """Pass 2 on one partition: ``(counts, ties, bad, outside)`` as the local counting pass
     (a dense grid of int64: what a task returns is bounded by the grid)."""
-    con = _con(spec)
-    try:
+    with _con(spec) as con:
         view = _part_view(spec, lo, hi)
         bounded = thr is not None
         if bounded:
@@ -99,8 +119,6 @@ def _part_counts(spec: dict, lo: int, hi: int, thr):
             con.execute("CREATE TEMP TABLE __thr AS SELECT * FROM __thr_arrow")
         table = con.sql(count_sql(view, bounded=bounded)).to_arrow_table()
         return collect_counts(table, MapGrid.from_dict(spec["grid"]).n_cells)
-    finally:
-        con.close()
 
 
 def grid_counts_dask(path, grid: MapGrid, *, lat: str = "lat", lon: str = "lon",
