@@ -14,9 +14,9 @@ How it is computed (one DuckDB scan of the file, nothing materialized in Python)
    timestamp text (``2012-04-03T18:00:09`` and ``2012-04-03 18:00:09`` agree); other text is
    kept as it is.
 2. Each **column** gets a fingerprint from the multiset of its normalized values: the number
-   of rows and the sum, modulo 2**64, of the low 64 bits of the MD5 of every value (computed
-   once per distinct value and weighted by its count, so low-cardinality columns cost
-   almost nothing). A sum is order-insensitive and counts duplicates.
+   of rows and the sum, modulo 2**64, of the low 64 bits of the MD5 of every value (one
+   streaming aggregate over the rows: memory does not grow with the number of distinct
+   values). A sum is order-insensitive and counts duplicates.
 3. The **dataset identity** is the SHA-256 of the row count and the *sorted* column
    fingerprints. Column names are not part of it (renaming a header is not a new dataset).
 
@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import DataError, ParameterError
+from .errors import DataError, ParameterError, ResourceError
 from .io import sql
 
 __all__ = ["ColumnPrint", "DatasetIdentity", "identity_of_file", "identity_of_files",
@@ -144,6 +144,34 @@ def _norm(col: str) -> str:
             f"ELSE coalesce(CAST(TRY_CAST({col} AS TIMESTAMP) AS VARCHAR), {col}) END")
 
 
+#: DuckDB memory limit of the identity scan (a streaming aggregate: it needs little; the
+#: limit guards against a plan change). The former scan grouped each column by its distinct
+#: values: 3.2 GB for 2 x 10^7 rows of distinct coordinates with no limit, out of memory
+#: at 10^8 rows with a 1 GB limit (``benchmarks/identity_memory.py``).
+IDENTITY_MEMORY_LIMIT = "1GB"
+
+
+@contextlib.contextmanager
+def _identity_connection():
+    """A DuckDB connection of its own for one identity scan: :data:`IDENTITY_MEMORY_LIMIT`,
+    spilling into a private temporary directory (removed afterwards). Not the shared
+    connection: DuckDB cannot switch a connection's temporary directory once it has spilled."""
+    import shutil
+    import tempfile
+
+    from .io.read import _connect
+
+    tmp = tempfile.mkdtemp(prefix="veil-identity-")
+    con = _connect()
+    try:
+        con.execute(f"SET memory_limit = {sql.literal(IDENTITY_MEMORY_LIMIT)}")
+        con.execute(f"SET temp_directory = {sql.literal(tmp)}")
+        yield con
+    finally:
+        con.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def _identity_sql(con, source: str, what: str, kind: str | None = None) -> DatasetIdentity:
     import duckdb
 
@@ -157,19 +185,17 @@ def _identity_sql(con, source: str, what: str, kind: str | None = None) -> Datas
                         path=what) from None
     k = len(cols)
     raw = ", ".join(f"CAST({sql.ident(c)} AS VARCHAR) AS r{i}" for i, c in enumerate(cols))
-    names = ", ".join(f"r{i}" for i in range(k))
-    sets = ", ".join(f"(r{i})" for i in range(k))
-    # GROUPING_ID has bit (k-1-i) cleared for the set that groups by r{i} alone
-    full = (1 << k) - 1
-    gid = [full ^ (1 << (k - 1 - i)) for i in range(k)]
+    # per row, streaming: the sum over rows of the MD5 of each normalized value equals the
+    # sum over distinct values weighted by their counts, without holding the distinct values
+    # (a GROUP BY of 10^8 distinct coordinates ran out of a 1 GB limit); the column is
+    # constant when its least and greatest normalized values agree
     aggs = ", ".join(
-        f"sum(n * md5_number_lower({_norm(f'r{i}')})) FILTER (WHERE gid = {gid[i]}), "
-        f"count(*) FILTER (WHERE gid = {gid[i]})" for i in range(k))
-    # one scan: the row count is the sum of the group sizes of any one column
+        f"sum(md5_number_lower(n{i})), min(n{i}) IS NOT DISTINCT FROM max(n{i})"
+        for i in range(k))
+    norms = ", ".join(f"{_norm(f'r{i}')} AS n{i}" for i in range(k))
     query = (f"WITH raw AS (SELECT {raw} FROM {source}), "
-             f"g AS (SELECT {names}, GROUPING_ID({names}) AS gid, count(*) AS n FROM raw "
-             f"GROUP BY GROUPING SETS ({sets})) "
-             f"SELECT {aggs}, sum(n) FILTER (WHERE gid = {gid[0] if k else 0}) FROM g")
+             f"nv AS (SELECT {norms} FROM raw) "
+             f"SELECT {aggs}, count(*) FROM nv")
     try:
         if k:
             got = con.sql(query).fetchall()[0]
@@ -177,16 +203,20 @@ def _identity_sql(con, source: str, what: str, kind: str | None = None) -> Datas
         else:
             rows = int(con.sql(f"SELECT count(*) FROM {source}").fetchall()[0][0])
             got = ()
+    except duckdb.OutOfMemoryException as exc:
+        raise ResourceError(f"file {what}: DuckDB ran out of memory computing its identity "
+                            f"(limit {IDENTITY_MEMORY_LIMIT}): {' '.join(str(exc).split())}"
+                            ) from None
     except duckdb.Error as exc:
         raise DataError(f"cannot read it{as_kind} to compute its identity: "
                         f"{' '.join(str(exc).split())}",
                         path=what) from None
     prints = []
     for i, c in enumerate(cols):
-        total, distinct = got[2 * i], got[2 * i + 1]
+        total, same = got[2 * i], got[2 * i + 1]
         s = int(total or 0) % _MOD
         digest = hashlib.sha256(f"{IDENTITY_VERSION}|col|{rows}|{s}".encode()).hexdigest()[:32]
-        prints.append(ColumnPrint(c, digest, constant=int(distinct or 0) <= 1))
+        prints.append(ColumnPrint(c, digest, constant=rows == 0 or bool(same)))
     body = "|".join(sorted(p.fingerprint for p in prints))
     ident = hashlib.sha256(f"{IDENTITY_VERSION}|table|{rows}|{body}".encode()).hexdigest()[:32]
     return DatasetIdentity(ident, rows, tuple(prints))
@@ -222,7 +252,7 @@ def identity_of_file(path: str | os.PathLike, *, format: str | None = None,
     if delimiter is None:
         delimiter = "\t" if p.suffix.lower() in (".tsv", ".tab") else ","
     _check_file(p)
-    with shared_connection() as con:
+    with _identity_connection() as con:
         src = _source_sql(p, fmt, delimiter=delimiter, header=header, all_varchar=True)
         exact = names
         if exact is None and fmt == "csv" and header:
@@ -263,7 +293,7 @@ def identity_of_files(paths: list[str | os.PathLike]) -> DatasetIdentity:
     else:
         raise DataError(f"cannot mix or read input kinds {sorted(kinds)}; use CSV, Parquet or "
                         "JSON", path=files[0])
-    with shared_connection() as con:
+    with _identity_connection() as con:
         return _identity_sql(con, src, files[0])
 
 
@@ -283,7 +313,7 @@ def identity_of_table(table: Any, *, label: str = "table") -> DatasetIdentity:
     from .io.write import to_arrow
 
     arrow = to_arrow(table)
-    with shared_connection() as con:
+    with _identity_connection() as con:
         con.register("__veil_identity", arrow)
         try:
             return _identity_sql(con, "__veil_identity", label)

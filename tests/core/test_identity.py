@@ -120,3 +120,49 @@ def test_unreadable_input_is_a_data_error(tmp_path):
         identity_of_file(tmp_path / "x.parquet")
     with pytest.raises(DataError, match="no such file"):
         identity_of_file(tmp_path / "missing.csv")
+
+
+def test_identities_and_constant_flags_match_the_documented_formula(tmp_path, frame):
+    """The streaming scan gives, for every column, the documented fingerprint: SHA-256 of
+    the row count and the sum mod 2**64 of the low 64 bits of the MD5 of each normalized
+    value, here recomputed in Python from the distinct values and their counts (the former
+    grouped scan, which held every distinct value in memory: 3.2 GB for 2 x 10^7
+    coordinates, out of a 1 GB limit at 10^8; benchmarks/identity_memory.py)."""
+    import hashlib
+
+    from veil.identity import IDENTITY_VERSION, _norm
+
+    df = frame.copy()
+    df["same"] = "x"
+    df.loc[::5, "category"] = None
+    f = tmp_path / "f.parquet"
+    df.to_parquet(f)
+    ident = identity_of_file(f)
+    con = duckdb.connect()
+    for c in df.columns:
+        vals = con.sql(f"SELECT {_norm('v')} AS n, count(*) FROM (SELECT CAST(\"{c}\" AS "
+                       f"VARCHAR) AS v FROM read_parquet('{f}')) GROUP BY n").fetchall()
+        # DuckDB's md5_number_lower: the last 8 bytes of the digest, little-endian
+        total = sum(int.from_bytes(hashlib.md5(v.encode()).digest()[8:], "little") * k
+                    for v, k in vals) % 2**64
+        want = hashlib.sha256(f"{IDENTITY_VERSION}|col|{len(df)}|{total}".encode()
+                              ).hexdigest()[:32]
+        assert ident.column(c).fingerprint == want, c
+        assert ident.column(c).constant == (len(vals) <= 1), c
+    empty = identity_of_table(pa.table({"a": pa.array([], pa.string())}))
+    assert empty.rows == 0 and empty.column("a").constant
+
+
+def test_the_identity_scan_fits_a_small_memory_limit(tmp_path, monkeypatch):
+    """3 x 10^5 distinct coordinates under a 16 MB DuckDB limit: the streaming scan does not
+    hold the distinct values (the former grouped scan ran out of memory at 10^8 rows and 1 GB,
+    and here at 16 MB); same identity as with the default limit."""
+    import veil.identity as vid
+
+    f = tmp_path / "pts.parquet"
+    duckdb.sql(f"COPY (SELECT (i % 1000)::VARCHAR AS user, random() AS lat, random() AS lon "
+               f"FROM range(300000) t(i)) TO '{f}'")
+    default = identity_of_file(f)
+    monkeypatch.setattr(vid, "IDENTITY_MEMORY_LIMIT", "16MB")
+    small = identity_of_file(f)
+    assert small == default and small.rows == 300_000
