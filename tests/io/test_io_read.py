@@ -290,3 +290,37 @@ def test_near_int64_limit_exact(tmp_path):
     q = _csv(tmp_path, f"n\n{top + 1}\n", "q.csv")
     with pytest.raises(DataError, match="64-bit"):
         read_columns(q, columns={"n": "int"})
+
+
+def test_duckdb_spills_outside_the_working_directory(tmp_path, monkeypatch):
+    """A query over the memory limit spills; DuckDB's default spill directory is `.tmp` in
+    the working directory (next to the user's files, and through a planted `.tmp` symbolic
+    link). veil's connections spill into a private directory under the system's temp dir."""
+    import os
+    import tempfile
+
+    from veil.io.read import _connect
+
+    work = tmp_path / "work"
+    work.mkdir()
+    bait = tmp_path / "bait"
+    bait.mkdir()
+    (work / ".tmp").symlink_to(bait)               # a planted link must receive nothing
+    monkeypatch.chdir(work)
+    before = set(os.listdir(tempfile.gettempdir()))
+    con = _connect()
+    con.execute("SET memory_limit = '64MB'")
+    con.execute("SET threads = 1")
+    rel = con.sql("SELECT i % 3000000 AS g, count(*) AS n FROM range(12000000) t(i) "
+                  "GROUP BY g ORDER BY g")
+    out = rel.fetchall()
+    seen = [d for d in set(os.listdir(tempfile.gettempdir())) - before
+            if d.startswith("veil-duckdb-")]
+    assert len(out) == 3_000_000
+    assert list(bait.iterdir()) == [] and sorted(os.listdir(work)) == [".tmp"]
+    spill = con.sql("SELECT current_setting('temp_directory')").fetchall()[0][0]
+    con.close()
+    assert os.path.basename(spill).startswith("veil-duckdb-")
+    assert os.path.dirname(spill) == tempfile.gettempdir()
+    assert os.path.basename(spill) in seen         # it did spill, there
+    assert not os.path.exists(spill)               # and DuckDB removed it on close

@@ -116,6 +116,16 @@ def _connect():
         con.execute("SET disabled_optimizers = 'type_pushdown'")
     except duckdb.Error:  # pragma: no cover - older DuckDB without that optimizer
         pass
+    # DuckDB spills a query larger than its memory limit into `.tmp` under the working
+    # directory by default: that writes next to the user's files and follows a `.tmp`
+    # symbolic link planted there. Spill instead into a fresh, unguessable directory under
+    # the system's temporary directory, which DuckDB creates when it first spills and
+    # removes when the connection closes.
+    import secrets
+    import tempfile
+
+    spill = os.path.join(tempfile.gettempdir(), f"veil-duckdb-{secrets.token_hex(12)}")
+    con.execute(f"SET temp_directory = {sql.literal(spill)}")
     return con
 
 
