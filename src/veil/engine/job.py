@@ -246,9 +246,10 @@ def _max_rows_per_user(job: Job) -> int:
     import duckdb
 
     from ..io import sql
+    from ..io.read import private_spill
     from .runner import _source_sql
 
-    con = duckdb.connect()
+    con = private_spill(duckdb.connect())
     try:
         src = _source_sql(job.input_files())
         u = sql.ident(job.user_column)

@@ -38,6 +38,7 @@ import numpy as np
 from .. import __version__
 from ..errors import DataError, ParameterError, VeilError
 from ..io import sql
+from ..io.read import private_spill
 from ..release import to_jsonable
 from . import fsutil
 from .fsutil import fault, private_dir, remove_tree, sha256_file, write_file
@@ -407,7 +408,7 @@ def _worker_connection():
     if _CONNECTION is None:
         import duckdb
 
-        _CONNECTION = duckdb.connect()
+        _CONNECTION = private_spill(duckdb.connect())
     return _CONNECTION
 
 
@@ -890,7 +891,7 @@ def _run_locked(job: Job, task, params, cost: tuple[float, str], fingerprint: st
                         "overwritten: choose another --output", path=str(job.output))
     if out.is_dir():
         fsutil.reject_links(out)
-    con = duckdb.connect()
+    con = private_spill(duckdb.connect())
     # staging (hash partitioning of every input row) is the parent's one large step: bound
     # DuckDB's memory so that the job's peak is the workers' (_stage spills into the private
     # work folder if the input needs more)

@@ -116,11 +116,19 @@ def _connect():
         con.execute("SET disabled_optimizers = 'type_pushdown'")
     except duckdb.Error:  # pragma: no cover - older DuckDB without that optimizer
         pass
-    # DuckDB spills a query larger than its memory limit into `.tmp` under the working
-    # directory by default: that writes next to the user's files and follows a `.tmp`
-    # symbolic link planted there. Spill instead into a fresh, unguessable directory under
-    # the system's temporary directory, which DuckDB creates when it first spills and
-    # removes when the connection closes.
+    private_spill(con)
+    return con
+
+
+def private_spill(con):
+    """Make ``con`` spill into a fresh, unguessable directory under the system's temp dir.
+
+    DuckDB spills a query larger than its memory limit into ``.tmp`` under the working
+    directory by default: that writes next to the user's files and follows a ``.tmp``
+    symbolic link planted there. The directory given here is created by DuckDB when it first
+    spills and removed when the connection closes. Call it right after ``duckdb.connect()``
+    (DuckDB cannot switch the directory once it has spilled). Returns ``con``.
+    """
     import secrets
     import tempfile
 

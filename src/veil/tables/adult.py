@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..io import sql
+from ..io.read import private_spill
 
 __all__ = ["ADULT_COLUMNS", "ADULT_QI", "ADULT_QI8", "load_adult"]
 
@@ -29,7 +30,7 @@ def load_adult(path: str | Path | None = None):
 
     p = Path(path) if path is not None else shared_data_path("adult", "adult.data")
     names = ", ".join(sql.literal(c) for c in ADULT_COLUMNS)
-    con = duckdb.connect()
+    con = private_spill(duckdb.connect())
     try:
         q = sql.ident
         cols = ", ".join(f'trim(CAST({q(c)} AS VARCHAR)) AS {q(c)}' if c not in

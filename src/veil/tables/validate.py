@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 from ..errors import ParameterError
 from ..io import sql
+from ..io.read import private_spill
 from .constraints import DiversityConstraint
 
 __all__ = ["validation_sql", "sql_columns", "ConstraintStatus", "check_constraints",
@@ -115,7 +116,7 @@ def count_targets(table: Any, constraints: Sequence[DiversityConstraint], *,
     names = sql_columns(constraints)
     text = pa.table({names[a]: pa.array(cell_text(cols[a], name=a, missing="keep").tolist(),
                                         type=pa.string()) for a in names})
-    con = duckdb.connect()
+    con = private_spill(duckdb.connect())
     try:
         con.register("t", text)
         row = con.sql(validation_sql(constraints, table_name="t", marker=marker,

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import DataError, InfeasibleError, InstanceTooLargeError, ParameterError
 from ..io import sql
+from ..io.read import private_spill
 from ..release import TabularMixin
 from ..validation import check_choice
 from .hide import hide
@@ -110,7 +111,7 @@ def load_checkins(path: Any, *, user_column: str = "user",
     """
     import duckdb
 
-    con = duckdb.connect()
+    con = private_spill(duckdb.connect())
     in_memory = type(path).__name__ in ("DataFrame", "Table") and hasattr(path, "columns")
     if in_memory:
         import pyarrow as pa
