@@ -373,10 +373,12 @@ def _per_user_targets(path, users, domain, tax, depth, user_column, category_col
     """Dense per-user targets from a long file (user, category, weight)."""
     import duckdb
 
+    from ..io.read import shared_sql
+
     from ..io import sql
 
     try:
-        cols = duckdb.sql(f"SELECT * FROM read_csv({sql.path(path)}, header=true) LIMIT 0"
+        cols = shared_sql(f"SELECT * FROM read_csv({sql.path(path)}, header=true) LIMIT 0"
                           ).columns
     except duckdb.Error as exc:
         raise DataError(f"cannot read the per-user targets: {str(exc).splitlines()[0]}",
@@ -389,7 +391,7 @@ def _per_user_targets(path, users, domain, tax, depth, user_column, category_col
                         f"{category_column!r} and a count/weight column; found {cols}",
                         path=str(path))
     try:
-        rows = duckdb.sql(
+        rows = shared_sql(
             f"SELECT CAST({sql.ident(user_column)} AS VARCHAR), "
             f"CAST({sql.ident(category_column)} AS VARCHAR), sum(CAST({sql.ident(val)} AS "
             f"DOUBLE)) FROM read_csv({sql.path(path)}, header=true) GROUP BY 1, 2").fetchall()

@@ -120,6 +120,16 @@ def _connect():
     return con
 
 
+def shared_sql(query: str):
+    """Run ``query`` on veil's shared connection of this process and thread (configured by
+    :func:`_connect`: private spill directory, exact TRY_CAST), not DuckDB's global default
+    connection, which spills into the working directory and is shared with other code."""
+    from ..identity import shared_connection
+
+    with shared_connection() as con:
+        return con.sql(query)
+
+
 def private_spill(con):
     """Make ``con`` spill into a fresh, unguessable directory under the system's temp dir.
 

@@ -58,9 +58,11 @@ def read_profile(path: str | Path, *, what: str = "histogram", delimiter: str | 
         return labels, np.asarray(vals, dtype=np.float64)
     import duckdb
 
+    from ..io.read import shared_sql
+
     lit = sql.path(p)
     try:
-        rel = duckdb.sql(f"SELECT * FROM {_csv(lit, delimiter)}")
+        rel = shared_sql(f"SELECT * FROM {_csv(lit, delimiter)}")
         cols = rel.columns
     except duckdb.Error as exc:
         raise DataError(f"cannot read {what}: {str(exc).splitlines()[0]}", path=str(p)) from None
@@ -71,7 +73,7 @@ def read_profile(path: str | Path, *, what: str = "histogram", delimiter: str | 
         raise DataError(f"a CSV {what} needs a category column and a count/weight column; "
                         f"found {cols}", path=str(p))
     try:
-        rows = duckdb.sql(f'SELECT CAST({sql.ident(cat)} AS VARCHAR) AS c, sum(CAST({sql.ident(val)} AS DOUBLE)) '
+        rows = shared_sql(f'SELECT CAST({sql.ident(cat)} AS VARCHAR) AS c, sum(CAST({sql.ident(val)} AS DOUBLE)) '
                           f"AS v, count(*) FILTER (WHERE {sql.ident(val)} IS NULL) AS nn FROM "
                           f"{_csv(lit, delimiter)} GROUP BY 1 ORDER BY 1").fetchall()
     except duckdb.Error as exc:
@@ -101,9 +103,11 @@ def is_checkin_file(path: str | Path, user_column: str, *, delimiter: str | None
         return True
     import duckdb
 
+    from ..io.read import shared_sql
+
     lit = sql.path(p)
     try:
-        cols = duckdb.sql(f"SELECT * FROM {_csv(lit, delimiter)} LIMIT 0").columns
+        cols = shared_sql(f"SELECT * FROM {_csv(lit, delimiter)} LIMIT 0").columns
     except duckdb.Error:
         return False
     return user_column in cols
