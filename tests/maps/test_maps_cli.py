@@ -102,7 +102,7 @@ def test_neighbouring_inputs_publish_the_same_non_dp_content(points, method):
     assert ga["veil"] == gb["veil"]
     # nothing private: the number of points read, outside the box or removed never appears
     text = (points / "b.parquet.meta.json").read_text()
-    for word in ("points_counted", "outside_box", "removed", "users_over"):
+    for word in ("points_counted", "outside_box", "removed", "users_over", "threshold_plan"):
         assert word not in text
 
 
