@@ -273,3 +273,30 @@ def test_query_of_a_missing_map_says_no_such_file(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert code == 2 and "nope.parquet" in err and "no such file" in err, err
     assert "sidecar" not in err
+
+
+def test_cli_many_users_large_bound_small_memory_equals_large_memory(tmp_path, repeat_releases):
+    """End to end: 3000 users and 5 heavy ones, --max-points 1000. Under a 16 MB DuckDB limit
+    the thresholds take the window plan (the top-m aggregate runs out of memory); the map
+    and its sidecar are byte for byte those of the 1 GB run with the same seed. Before the
+    fallback the 16 MB run failed, saying the Parquet file was corrupt."""
+    g = np.random.default_rng(0)
+    light = pd.DataFrame({"user": np.repeat(np.arange(3000), 5).astype(str),
+                          "lat": g.random(15000), "lon": 2 * g.random(15000)})
+    heavy = pd.DataFrame({"user": np.repeat([f"h{i}" for i in range(5)], 1500),
+                          "lat": g.random(7500), "lon": 2 * g.random(7500)})
+    pd.concat([light, heavy], ignore_index=True).to_parquet(tmp_path / "many.parquet")
+    outs = {}
+    for ml in ("1GB", "16MB"):
+        out = tmp_path / f"m_{ml}.parquet"
+        code = run(["map", "publish", str(tmp_path / "many.parquet"), "--user-column", "user",
+                    "--max-points", "1000", "--bbox", BOX, "--grid", "8x16", "--epsilon", "1",
+                    "--method", "identity", "--seed", "7", "--memory-limit", ml, "-o", str(out)])
+        assert code == 0, ml
+        outs[ml] = (pq.read_table(out), json.loads(out.with_name(out.name + ".meta.json")
+                                                     .read_text()))
+    assert outs["1GB"][0].equals(outs["16MB"][0])
+    a, b = outs["1GB"][1], outs["16MB"][1]
+    a["parameters"].pop("memory_limit", None)
+    b["parameters"].pop("memory_limit", None)
+    assert a == b
