@@ -63,3 +63,16 @@ def test_published_shape_never_depends_on_the_data():
                   "auto"):
             r = publish(counts, epsilon=1.0, method=m, scale=1000)
             assert r.value.shape == (9, 13) and np.isfinite(r.value).all(), m
+
+
+def test_point_audit_inputs_leave_no_temporary_folder(tmp_path, monkeypatch):
+    """The point-file audits write their two CSV files to a temporary folder; it was never
+    removed (two folders left in /tmp by every test run)."""
+    import tempfile
+
+    from veil.maps.audits import _point_maps
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    ma, mb = _point_maps(False)
+    assert ma.shape[1:] == mb.shape[1:] == (4, 4) and mb.sum() > ma.sum()
+    assert [p.name for p in tmp_path.iterdir()] == []

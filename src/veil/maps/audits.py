@@ -428,16 +428,17 @@ def _point_maps(bounded: bool, salts: int = 12) -> tuple[np.ndarray, np.ndarray]
     heavy += [("heavy", 0.6 + 0.05 * g.random(), 0.1 + 0.05 * g.random()) for _ in range(3000)]
     heavy += [("heavy", 0.9 + 0.05 * g.random(), 0.9 + 0.05 * g.random()) for _ in range(1000)]
     grid = MapGrid(0.0, 0.0, 1.0, 1.0, rows=4, cols=4)
-    d = Path(tempfile.mkdtemp(prefix="veil-maps-audit-"))
-    for name, data in (("a.csv", rows), ("b.csv", rows + heavy)):
-        (d / name).write_text("user,lat,lon\n" + "".join(f"{u},{float(la)!r},{float(lo)!r}\n"
-                                                       for u, la, lo in data))
     kw = dict(user="user", protects="user", max_points=M) if bounded else \
         dict(protects="record")
-    ma = grid_counts(d / "a.csv", grid, rng=make_rng(seed=1), **kw).counts[None]
     k = salts if bounded else 1
-    mb = np.stack([grid_counts(d / "b.csv", grid, rng=make_rng(seed=100 + i), **kw).counts
-                   for i in range(k)])
+    with tempfile.TemporaryDirectory(prefix="veil-maps-audit-") as tmp:  # removed afterwards
+        d = Path(tmp)
+        for name, data in (("a.csv", rows), ("b.csv", rows + heavy)):
+            (d / name).write_text("user,lat,lon\n" + "".join(
+                f"{u},{float(la)!r},{float(lo)!r}\n" for u, la, lo in data))
+        ma = grid_counts(d / "a.csv", grid, rng=make_rng(seed=1), **kw).counts[None]
+        mb = np.stack([grid_counts(d / "b.csv", grid, rng=make_rng(seed=100 + i), **kw).counts
+                       for i in range(k)])
     return ma, mb
 
 
