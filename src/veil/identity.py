@@ -153,23 +153,17 @@ IDENTITY_MEMORY_LIMIT = "1GB"
 
 @contextlib.contextmanager
 def _identity_connection():
-    """A DuckDB connection of its own for one identity scan: :data:`IDENTITY_MEMORY_LIMIT`,
-    spilling into a private temporary directory (removed afterwards). Not the shared
-    connection: DuckDB cannot switch a connection's temporary directory once it has spilled."""
-    import shutil
-    import tempfile
-
+    """A DuckDB connection of its own for one identity scan, under
+    :data:`IDENTITY_MEMORY_LIMIT` (it spills privately, as every :func:`_connect` does), so
+    the shared connection's limit is left alone."""
     from .io.read import _connect
 
-    tmp = tempfile.mkdtemp(prefix="veil-identity-")
     con = _connect()
     try:
         con.execute(f"SET memory_limit = {sql.literal(IDENTITY_MEMORY_LIMIT)}")
-        con.execute(f"SET temp_directory = {sql.literal(tmp)}")
         yield con
     finally:
         con.close()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _identity_sql(con, source: str, what: str, kind: str | None = None) -> DatasetIdentity:

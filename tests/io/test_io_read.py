@@ -295,8 +295,10 @@ def test_near_int64_limit_exact(tmp_path):
 def test_duckdb_spills_outside_the_working_directory(tmp_path, monkeypatch):
     """A query over the memory limit spills; DuckDB's default spill directory is `.tmp` in
     the working directory (next to the user's files, and through a planted `.tmp` symbolic
-    link). veil's connections spill into a private directory under the system's temp dir."""
+    link), created readable by everyone. veil's connections spill into a directory inside a
+    per-user folder that only this user can enter, removed on close."""
     import os
+    import stat
     import tempfile
 
     from veil.io.read import _connect
@@ -307,20 +309,44 @@ def test_duckdb_spills_outside_the_working_directory(tmp_path, monkeypatch):
     bait.mkdir()
     (work / ".tmp").symlink_to(bait)               # a planted link must receive nothing
     monkeypatch.chdir(work)
-    before = set(os.listdir(tempfile.gettempdir()))
     con = _connect()
     con.execute("SET memory_limit = '64MB'")
     con.execute("SET threads = 1")
+    spill = con.sql("SELECT current_setting('temp_directory')").fetchall()[0][0]
     rel = con.sql("SELECT i % 3000000 AS g, count(*) AS n FROM range(12000000) t(i) "
                   "GROUP BY g ORDER BY g")
     out = rel.fetchall()
-    seen = [d for d in set(os.listdir(tempfile.gettempdir())) - before
-            if d.startswith("veil-duckdb-")]
     assert len(out) == 3_000_000
+    assert os.path.isdir(spill) and os.listdir(spill)     # it did spill, there
     assert list(bait.iterdir()) == [] and sorted(os.listdir(work)) == [".tmp"]
-    spill = con.sql("SELECT current_setting('temp_directory')").fetchall()[0][0]
+    root = os.path.dirname(spill)
+    assert os.path.dirname(root) == tempfile.gettempdir()
+    assert stat.S_IMODE(os.stat(root).st_mode) == 0o700   # others cannot reach the files
     con.close()
-    assert os.path.basename(spill).startswith("veil-duckdb-")
-    assert os.path.dirname(spill) == tempfile.gettempdir()
-    assert os.path.basename(spill) in seen         # it did spill, there
-    assert not os.path.exists(spill)               # and DuckDB removed it on close
+    assert not os.path.exists(spill)                       # DuckDB removed it on close
+
+
+def test_a_planted_spill_folder_is_not_used(tmp_path, monkeypatch):
+    """The per-user spill folder is used only when it is a real directory of this user with
+    mode 0700: a symbolic link or an open folder planted under its name is passed over."""
+    import os
+    import stat
+    import tempfile
+
+    from veil.io.read import _spill_root
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    name = tmp_path / f"veil-duckdb-{os.getuid()}"
+    assert _spill_root() == str(name)
+    assert stat.S_IMODE(os.stat(name).st_mode) == 0o700
+    os.rmdir(name)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    name.symlink_to(elsewhere)
+    got = _spill_root()
+    assert got != str(name) and os.path.dirname(got) == str(tmp_path)
+    assert stat.S_IMODE(os.lstat(got).st_mode) == 0o700 and not os.path.islink(got)
+    name.unlink()
+    name.mkdir(mode=0o755)
+    os.chmod(name, 0o755)
+    assert _spill_root() not in (str(name), got)

@@ -373,9 +373,8 @@ def _per_user_targets(path, users, domain, tax, depth, user_column, category_col
     """Dense per-user targets from a long file (user, category, weight)."""
     import duckdb
 
-    from ..io.read import shared_sql
-
     from ..io import sql
+    from ..io.read import shared_sql
 
     try:
         cols = shared_sql(f"SELECT * FROM read_csv({sql.path(path)}, header=true) LIMIT 0"

@@ -130,19 +130,48 @@ def shared_sql(query: str):
         return con.sql(query)
 
 
-def private_spill(con):
-    """Make ``con`` spill into a fresh, unguessable directory under the system's temp dir.
+def _spill_root() -> str:
+    """The folder (mode 0700, one per user, reused) that holds DuckDB's spill directories.
 
-    DuckDB spills a query larger than its memory limit into ``.tmp`` under the working
-    directory by default: that writes next to the user's files and follows a ``.tmp``
-    symbolic link planted there. The directory given here is created by DuckDB when it first
-    spills and removed when the connection closes. Call it right after ``duckdb.connect()``
-    (DuckDB cannot switch the directory once it has spilled). Returns ``con``.
+    DuckDB creates its directories world-readable (0755, files 0644), so each connection's
+    spill directory goes inside this folder, which only this user can enter. It is one
+    folder per user (``veil-duckdb-UID`` in the system's temp dir, kept like other tools'
+    per-user sockets folders) rather than per process, because worker processes that end
+    without running exit handlers would leave theirs behind. An existing path is used only
+    if it is a real directory owned by this user with mode 0700; otherwise (a planted link
+    or folder) a fresh private folder is made instead.
     """
-    import secrets
+    import stat
     import tempfile
 
-    spill = os.path.join(tempfile.gettempdir(), f"veil-duckdb-{secrets.token_hex(12)}")
+    root = os.path.join(tempfile.gettempdir(), f"veil-duckdb-{os.getuid()}")
+    try:
+        os.mkdir(root, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        root = tempfile.mkdtemp(prefix="veil-duckdb-")
+    st = os.lstat(root)
+    if not (stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
+            and stat.S_IMODE(st.st_mode) == 0o700):
+        root = tempfile.mkdtemp(prefix="veil-duckdb-")
+    return root
+
+
+def private_spill(con):
+    """Make ``con`` spill into a fresh directory inside this user's private folder.
+
+    DuckDB spills a query larger than its memory limit into ``.tmp`` under the working
+    directory by default: that writes next to the user's files, follows a ``.tmp`` symbolic
+    link planted there, and (like any directory DuckDB creates) is readable by other users.
+    The directory given here is created by DuckDB when it first spills, inside a folder
+    only this user can enter (:func:`_spill_root`), and removed when the connection closes.
+    Call it right after ``duckdb.connect()`` (DuckDB cannot switch the directory once it has
+    spilled). Returns ``con``.
+    """
+    import secrets
+
+    spill = os.path.join(_spill_root(), f"spill-{secrets.token_hex(8)}")
     con.execute(f"SET temp_directory = {sql.literal(spill)}")
     return con
 

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -73,18 +71,15 @@ def _part_view(spec: dict, lo: int, hi: int) -> str:
 
 @contextlib.contextmanager
 def _con(spec: dict):
-    """A DuckDB connection for one task: the memory limit, one thread, and its own temporary
-    directory for spilling (removed afterwards; never the worker's working directory)."""
-    tmp = tempfile.mkdtemp(prefix="veil-maps-duckdb-")
+    """A DuckDB connection for one task: the memory limit and one thread (it spills into a
+    private directory, as every :func:`_connect` does; never the worker's working directory)."""
     con = _connect()
     try:
         con.execute(f"SET memory_limit = {sql.literal(spec['memory_limit'])}")
         con.execute("SET threads = 1")
-        con.execute(f"SET temp_directory = {sql.literal(tmp)}")
         yield con
     finally:
         con.close()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _part_thresholds(spec: dict, lo: int, hi: int):

@@ -401,16 +401,11 @@ def _grid_counts(path, grid, *, lat, lon, user, time, protects, m, start, end, f
                  delimiter, csv_header, rng, memory_limit, threads, source_sql) -> PointCounts:
     g = make_rng(rng)
     salt = int(g.integers(0, 2**62))
-    import shutil
-    import tempfile
-
     import duckdb
 
-    tmpdir = tempfile.mkdtemp(prefix="veil-maps-duckdb-")
-    con = _connect()
+    con = _connect()  # spills into a private directory, removed on close
     try:
         con.execute(f"SET memory_limit = {sql.literal(memory_limit)}")
-        con.execute(f"SET temp_directory = {sql.literal(tmpdir)}")
         if threads is not None:
             con.execute(f"SET threads = {check_int(threads, 'threads', minimum=1)}")
         if source_sql is None:
@@ -453,7 +448,6 @@ def _grid_counts(path, grid, *, lat, lon, user, time, protects, m, start, end, f
                             "points_removed_by_bound": int(users_over[1]) - m * int(users_over[0])})
     finally:
         con.close()
-        shutil.rmtree(tmpdir, ignore_errors=True)
     source = {"file": os.path.basename(str(path)), "lat": lat, "lon": lon, "user": user,
               "time": time, "window": [start, end] if (start is not None or end is not None)
               else None, "format": fmt,
