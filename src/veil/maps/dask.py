@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import DataError, ParameterError
 from ..io import sql
-from ..io.read import _connect, private_spill
+from ..io.read import _connect
 from ..random import make_rng
 from ..validation import check_choice, check_int
 from .grid import MapGrid
@@ -184,7 +184,7 @@ def grid_counts_dask(path, grid: MapGrid, *, lat: str = "lat", lon: str = "lon",
             merge = (f"SELECT __u, list_slice(list_sort(flatten(list(__ks))), 1, {m}) AS __ks, "
                      f"CAST(sum(__n) AS BIGINT) AS __n FROM __p GROUP BY __u")
             acc = None
-            mcon = private_spill(duckdb.connect())
+            mcon = _connect()
             try:
                 # merge the partitions' keys as they arrive: at most 2 x users x m keys held
                 for fut in as_completed(futs):
