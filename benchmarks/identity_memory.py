@@ -1,11 +1,16 @@
 """The ledger's dataset identity of a large point file: time and peak memory of today's scan
-(streaming sums per column, under ``IDENTITY_MEMORY_LIMIT``) against the former scan (each
-column grouped by its distinct values, no memory limit), side by side.
+against the two former ones, side by side on the same file.
 
-Coordinates are nearly all distinct, so the former scan held every one of them in memory. Each run is a fresh Python
-process (peak resident set from ``ru_maxrss``); both must give the same identity (checked).
-The file (``--users`` users, ``--rows`` rows of ``user, lat, lon``) is written once by a
-streaming DuckDB ``COPY`` and deleted afterwards.
+- grouped (before 2026-12-06): each column grouped by its distinct values, no memory limit.
+  Coordinates are nearly all distinct, so it held every one of them in memory;
+- streaming, text (2026-12-06): streaming sums per column under ``IDENTITY_MEMORY_LIMIT``,
+  every cell cast to text and normalized, ``md5_number_lower``;
+- today: the same sums, typed columns normalized from their values (``_typed_norm``) and the
+  MD5's low 64 bits read as ``md5_number(v) >> 64``.
+
+Each run is a fresh Python process (peak resident set from ``ru_maxrss``); all must give the
+same identity (checked). The file (``--users`` users, ``--rows`` rows of ``user, lat, lon,
+time``) is written once by a streaming DuckDB ``COPY`` and deleted afterwards.
 
     PYTHONPATH=src python benchmarks/identity_memory.py --rows 2e7
 """
@@ -53,9 +58,32 @@ def former_identity_sql(con, source, what, kind=None):
     return I.DatasetIdentity(ident, rows, tuple(prints))
 
 
-if sys.argv[2] == "former":
+def text_identity_sql(con, source, what, kind=None):
+    # the streaming scan of 2026-12-06 (kept here only to be measured): every cell as text
+    cols = [r[0] for r in con.sql(f"DESCRIBE SELECT * FROM {source}").fetchall()]
+    k = len(cols)
+    raw = ", ".join(f"CAST({sql.ident(c)} AS VARCHAR) AS r{i}" for i, c in enumerate(cols))
+    aggs = ", ".join(f"sum(md5_number_lower(n{i})), min(n{i}) IS NOT DISTINCT FROM max(n{i})"
+                     for i in range(k))
+    norms = ", ".join(f"{I._norm(f'r{i}')} AS n{i}" for i in range(k))
+    got = con.sql(f"WITH raw AS (SELECT {raw} FROM {source}), nv AS (SELECT {norms} FROM "
+                  f"raw) SELECT {aggs}, count(*) FROM nv").fetchall()[0]
+    rows = int(got[-1] or 0)
+    prints = []
+    for i, c in enumerate(cols):
+        s = int(got[2 * i] or 0) % 2**64
+        d = hashlib.sha256(f"{I.IDENTITY_VERSION}|col|{rows}|{s}".encode()).hexdigest()[:32]
+        prints.append(I.ColumnPrint(c, d, constant=rows == 0 or bool(got[2 * i + 1])))
+    body = "|".join(sorted(p.fingerprint for p in prints))
+    ident = hashlib.sha256(f"{I.IDENTITY_VERSION}|table|{rows}|{body}".encode()).hexdigest()[:32]
+    return I.DatasetIdentity(ident, rows, tuple(prints))
+
+
+if sys.argv[2] == "grouped":
     I._identity_sql = former_identity_sql
     I._identity_connection = I.shared_connection
+elif sys.argv[2] == "text":
+    I._identity_sql = text_identity_sql
 t0 = time.perf_counter()
 ident = I.identity_of_file(sys.argv[1])
 print(json.dumps({"s": time.perf_counter() - t0, "id": ident.id,
@@ -70,6 +98,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=float, default=2e7)
     ap.add_argument("--users", type=int, default=100_000)
+    ap.add_argument("--skip-grouped", action="store_true",
+                    help="leave out the grouped scan (it needs several GB at 10^8 rows)")
     a = ap.parse_args(argv)
     n = int(a.rows)
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
@@ -77,27 +107,30 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="veil-identity-bench-") as d:
         path = os.path.join(d, "points.parquet")
         duckdb.sql(f"COPY (SELECT (i % {a.users})::VARCHAR AS user, random() AS lat, "
-                   f"random() AS lon FROM range({n}) t(i)) TO '{path}'")
-        print(f"{n:,} rows (user, lat, lon; {a.users:,} users), {os.cpu_count()} cores, "
+                   f"random() AS lon, TIMESTAMP '2012-04-03' + to_seconds(i // 7) AS time "
+                   f"FROM range({n}) t(i)) TO '{path}'")
+        print(f"{n:,} rows (user, lat, lon, time; {a.users:,} users), {os.cpu_count()} cores, "
               f"load average {os.getloadavg()[0]:.1f}\n")
         res = {}
-        for name, limit in (("former", "former"), ("today", "today")):
+        runs = (("grouped", "grouped"), ("text", "text"), ("today", "today"))
+        for name, limit in runs[1:] if a.skip_grouped else runs:
             t0 = time.perf_counter()
             out = subprocess.run([sys.executable, "-c", CHILD, path, limit], env=env,
                                  capture_output=True, text=True, check=True)
             res[name] = json.loads(out.stdout.strip().splitlines()[-1])
             res[name]["wall"] = time.perf_counter() - t0
-        if res["former"]["id"] != res["today"]["id"]:
-            raise SystemExit("the two scans gave different identities")
-        f, t = res["former"], res["today"]
-        print("| scan | seconds | peak MB |")
-        print("|---|---|---|")
-        print(f"| former: grouped by distinct values, no limit | {f['s']:.1f} | "
-              f"{f['peak_mb']:.0f} |")
-        print(f"| today: streaming sums, {IDENTITY_LIMIT} limit | {t['s']:.1f} | "
-              f"{t['peak_mb']:.0f} |")
-        print(f"\ntime today / former {t['s'] / f['s']:.2f}; peak memory former / today "
-              f"{f['peak_mb'] / t['peak_mb']:.2f}; same identity {t['id']}")
+        if len({r["id"] for r in res.values()}) != 1:
+            raise SystemExit("the scans gave different identities")
+        t = res["today"]
+        labels = {"grouped": "grouped by distinct values, no limit",
+                  "text": f"streaming, every cell as text, {IDENTITY_LIMIT} limit",
+                  "today": f"streaming, typed values, {IDENTITY_LIMIT} limit"}
+        print("| scan | seconds | peak MB | seconds / today's |")
+        print("|---|---|---|---|")
+        for name, r in res.items():
+            print(f"| {labels[name]} | {r['s']:.1f} | {r['peak_mb']:.0f} | "
+                  f"{r['s'] / t['s']:.2f} |")
+        print(f"\nsame identity {t['id']}")
     return 0
 
 
