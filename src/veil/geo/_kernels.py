@@ -11,11 +11,12 @@ for planar Laplace draws with a SIMD-vectorized numba kernel and falls back to
 
 from __future__ import annotations
 
+import importlib.util
 import math
 
 import numpy as np
 
-import importlib.util
+from .._jit import call
 
 # numba is optional and imported lazily (its import costs about a second)
 _HAVE_NUMBA = importlib.util.find_spec("numba") is not None
@@ -177,7 +178,8 @@ def displace_turn(points, u, f, epsilon, radius, *, use_numba: bool | None = Non
         out[0], out[1] = _polar_destination_numpy(lat, lon, -f / epsilon, np.cos(th), np.sin(th),
                                                   float(radius))
         return out.T
-    bad = _numba_turn_kernel()(xy.reshape(-1), u, f, 1.0 / (epsilon * radius), out[0], out[1])
+    bad = call(_numba_turn_kernel(), xy.reshape(-1), u, f, 1.0 / (epsilon * radius), out[0],
+               out[1])
     idx = np.flatnonzero(bad)
     if idx.size:
         th = 2.0 * np.pi * u[idx] - np.pi

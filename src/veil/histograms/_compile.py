@@ -12,6 +12,8 @@ from __future__ import annotations
 import importlib.util
 import os
 
+from .._jit import call
+
 __all__ = ["HAVE_NUMBA", "njit", "use_compiled"]
 
 HAVE_NUMBA = (os.environ.get("VEIL_NO_NUMBA", "") not in ("1", "true", "yes")
@@ -42,7 +44,7 @@ class _LazyKernel:
             import numba
 
             self._compiled = numba.njit(cache=True)(self.py_func)
-        return self._compiled(*args)
+        return call(self._compiled, *args)
 
 
 def njit(fn):

@@ -13,6 +13,8 @@ import os
 
 import numpy as np
 
+from .._jit import call
+
 __all__ = ["minplus_chain", "minplus_backtrack", "greedy_moves", "HAVE_NUMBA"]
 
 try:  # pragma: no cover - exercised when numba is installed
@@ -301,7 +303,7 @@ def minplus_chain(C: np.ndarray, *, keep_all: bool = False, backend: str = "auto
     if backend == "numba":
         if not HAVE_NUMBA:
             raise ImportError("numba is not installed (pip install numba)")
-        return _chain_numba(C, keep_all)
+        return call(_chain_numba, C, keep_all)
     return _chain_numpy(C, keep_all)
 
 
@@ -320,11 +322,11 @@ def greedy_moves(G: np.ndarray, phi: np.ndarray, x0: np.ndarray, S: int, t: np.n
     """
     if _moves_numba is None:
         return None
-    return _moves_numba(np.ascontiguousarray(G, dtype=np.float64),
-                        np.ascontiguousarray(phi, dtype=np.float64),
-                        np.array(x0, dtype=np.int64), int(S),
-                        np.ascontiguousarray(t, dtype=np.float64), float(sign), bool(restrict),
-                        float(eps_tol), bool(ratio), float(tol), int(max_iter))
+    return call(_moves_numba, np.ascontiguousarray(G, dtype=np.float64),
+                np.ascontiguousarray(phi, dtype=np.float64),
+                np.array(x0, dtype=np.int64), int(S),
+                np.ascontiguousarray(t, dtype=np.float64), float(sign), bool(restrict),
+                float(eps_tol), bool(ratio), float(tol), int(max_iter))
 
 
 def lagrangian_compiled(phi: np.ndarray, G: np.ndarray, S: int, eps: float, eps_tol: float,
@@ -336,7 +338,8 @@ def lagrangian_compiled(phi: np.ndarray, G: np.ndarray, S: int, eps: float, eps_
     """
     if _lag_numba is None:
         return None
-    status, st, bx = _lag_numba(
+    status, st, bx = call(
+        _lag_numba,
         np.ascontiguousarray(phi, dtype=np.float64), np.ascontiguousarray(G, dtype=np.float64),
         int(S), float(eps), float(eps_tol), bool(convex), int(iters))
     return int(status), float(st[0]), (bx if st[3] > 0 else None), float(st[2]), float(st[1])
