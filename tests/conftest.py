@@ -1,10 +1,31 @@
-"""Test-wide isolation: every test gets its own veil state folder (the privacy ledger).
+"""Test-wide isolation: every test gets its own veil state folder (the privacy ledger), and
+the test run its own temporary folder.
 
-Without it, the DP commands run by the tests would charge the developer's real ledger
-(``~/.local/share/veil``) and refuse each other's releases across tests.
+Without the first, the DP commands run by the tests would charge the developer's real ledger
+(``~/.local/share/veil``) and refuse each other's releases across tests. Without the second,
+the docstring examples (which call ``tempfile.mkdtemp()`` so that they read simply) left about
+30 folders in the system temporary folder per test run; they now go under pytest's own base
+folder, of which pytest keeps the last three runs.
 """
 
+import os
+import tempfile
+
 import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_tempdir(tmp_path_factory):
+    folder = str(tmp_path_factory.mktemp("tempfile"))
+    old_dir, old_env = tempfile.tempdir, os.environ.get("TMPDIR")
+    tempfile.tempdir = folder
+    os.environ["TMPDIR"] = folder  # the veil commands the tests run as child processes
+    yield
+    tempfile.tempdir = old_dir
+    if old_env is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = old_env
 
 
 @pytest.fixture(autouse=True)
