@@ -142,6 +142,9 @@ def main(argv=None) -> int:
     ap.add_argument("--sf-authors-tree", action="store_true",
                     help="StructureFirst with veil's bucket trees against the authors' tree "
                          "(internal nodes unnoised), on the same structures")
+    ap.add_argument("--ahp-steps", action="store_true",
+                    help="veil's AHP against the same steps with the DPBench implementation's "
+                         "choices (continuous Laplace, a deterministic sort); --trials 30")
     ap.add_argument("--trials", type=int, default=10, help="trials per setting (accuracy)")
     ap.add_argument("--repeats", type=int, default=3, help="timing repeats (median)")
     ap.add_argument("--n", type=int, default=None, help="coarsen the datasets to n bins")
@@ -168,6 +171,11 @@ def main(argv=None) -> int:
         from veil.histograms.bench import structurefirst_authors_tree_check
 
         structurefirst_authors_tree_check(trials=a.trials, seed=a.seed)
+        return 0
+    if a.ahp_steps:
+        from veil.histograms.bench import ahp_reference_check
+
+        ahp_reference_check(trials=a.trials, seed=a.seed)
         return 0
     from veil.histograms.bench import run
     run(speed=a.speed, hdmm=a.hdmm, accuracy=a.accuracy, fit_auto=a.fit_auto,

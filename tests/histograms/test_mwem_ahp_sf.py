@@ -211,3 +211,21 @@ def test_padding_nodes_are_zero_not_noise():
     np.testing.assert_array_equal(got, tree_inference(zeroed, var, 2)[0][:, :5])
     before = tree_inference(kept, var, 2)[0][:, :5]
     assert np.std(got.sum(1) - 10) < 0.95 * np.std(before.sum(1) - 10)
+
+
+def test_ahp_reference_steps_baseline():
+    """The baseline of ``benchmarks/histograms.py --ahp-steps`` (AHP with the DPBench
+    implementation's noise and sort): with negligible noise it returns the counts, and with
+    real noise its error is that of veil's AHP within run-to-run noise on a small run."""
+    from veil.histograms.bench import ahp_reference_check, ahp_steps_reference
+
+    g = np.random.default_rng(0)
+    x = np.repeat([0, 3, 50, 7], 16)
+    g.shuffle(x)
+    y = ahp_steps_reference(x, 1e7, g)
+    assert np.allclose(y, x, atol=1e-3)
+    rows = ahp_reference_check(trials=3, n=64, epsilons=(1.0,), scales=(10**4,), seed=1,
+                               log=lambda *_: None)
+    (row,) = rows
+    for w in ("prefix", "random"):
+        assert 0.5 < row[w]["ratio"] < 2.0, row

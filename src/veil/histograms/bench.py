@@ -16,7 +16,7 @@ import tracemalloc
 
 import numpy as np
 
-from ..random import make_rng
+from ..random import make_rng, spawn
 from .api import METHODS
 from .partition import HAVE_NUMBA, voptimal, voptimal_reference
 from .workload import resample_to_scale
@@ -972,4 +972,75 @@ def structurefirst_authors_tree_check(*, trials: int = 4, n: int = 1024,
         log(f"| {scale:.0e} / {eps:g} | " + " | ".join(f"{row[v]:.3g}" for v in names) + " | "
             + " | ".join(f"{ratios[v]:.2f}" for v in names[1:])
             + f" | {row['internal nodes exact']:.2f} |")
+    return out
+
+
+def ahp_steps_reference(x: np.ndarray, epsilon: float, rng, *, rho: float = 0.85,
+                        eta: float = 0.35) -> np.ndarray:
+    """AHP with the choices the DPBench implementation makes where veil's :func:`ahp` differs
+    (a baseline for :func:`ahp_reference_check`, NOT private as published: continuous noise
+    in floating point): continuous Laplace noise in both steps, a deterministic ascending
+    sort (ties by position), and the clustering's early-stop bound over one more element
+    than remain (``(n - j + 1)**2``; veil's ``(n - j)**2`` differs in the last digits). The
+    split ``rho``, the threshold ``eta ln(n) / eps1``, the greedy clustering and the
+    re-measured cluster averages are veil's (the same steps)."""
+    from .sortgroup import ahp_clusters
+
+    x = np.asarray(x, dtype=np.float64)
+    n = x.size
+    e1, e2 = rho * epsilon, (1.0 - rho) * epsilon
+    y = x + rng.laplace(0.0, 1.0 / e1, n)
+    y = np.where(y <= eta * math.log(n) / e1, 0.0, y)
+    order = np.argsort(y, kind="stable")
+    edges = ahp_clusters(y[order], 2.0 / (e2 * e2))
+    sizes = np.diff(edges)
+    labels = np.empty(n, dtype=np.int64)
+    labels[order] = np.repeat(np.arange(sizes.size), sizes)
+    sums = np.bincount(labels, weights=x, minlength=sizes.size)
+    return ((sums + rng.laplace(0.0, 1.0 / e2, sizes.size)) / sizes)[labels]
+
+
+def ahp_reference_check(*, trials: int = 30, n: int = 1024, seed: int = 5,
+                        epsilons=(0.01, 0.1, 1.0, 10.0), scales=(10**3, 10**5, 10**7),
+                        log=print) -> list[dict]:
+    """veil's AHP against :func:`ahp_steps_reference` on the same re-sampled histograms: the
+    7 classic datasets at ``n`` bins, prefix and 2000 random ranges, geometric means over the
+    datasets of the mean over ``trials``; the ratio is veil / reference steps. What it shows:
+    how much veil's deviations from the DPBench implementation (discrete Laplace noise, a
+    randomized sort) change the error. It does not run the DPBench code."""
+    from .evaluation import DPBENCH_CLASSIC, geomean, load_dpbench
+    from .sortgroup import ahp
+    from .workload import make_workload, resample_to_scale, scaled_error
+
+    shapes = load_dpbench(DPBENCH_CLASSIC, n=n)
+    g = make_rng(seed=seed)  # experiments only
+    wls = {"prefix": make_workload("prefix", n),
+           "random": make_workload("random", n, size=2000, rng=np.random.default_rng(n))}
+    out = []
+    log("| scale / eps | prefix: veil | reference steps | veil / reference | "
+        "ranges: veil | reference steps | veil / reference |")
+    log("|---|---|---|---|---|---|---|")
+    for scale in scales:
+        for eps in epsilons:
+            per = {(w, v): [] for w in wls for v in ("veil", "ref")}
+            for shape in shapes.values():
+                e = {k: [] for k in per}
+                for _ in range(trials):
+                    x = resample_to_scale(shape, int(scale), rng=g)
+                    (child,) = spawn(g, 1)
+                    mine = ahp(x, epsilon=eps, rng=child).value
+                    ref = ahp_steps_reference(x, eps, g)
+                    for w, W in wls.items():
+                        e[(w, "veil")].append(scaled_error(W, x, mine))
+                        e[(w, "ref")].append(scaled_error(W, x, ref))
+                for k in per:
+                    per[k].append(float(np.mean(e[k])))
+            row = {"scale": int(scale), "epsilon": float(eps)}
+            for w in wls:
+                a, b = geomean(per[(w, "veil")]), geomean(per[(w, "ref")])
+                row[w] = {"veil": a, "reference_steps": b, "ratio": a / b}
+            out.append(row)
+            log(f"| {scale:.0e} / {eps:g} | " + " | ".join(
+                f"{row[w]['veil']:.3g} | {row[w]['reference_steps']:.3g} | "
+                f"{row[w]['ratio']:.2f}" for w in wls) + " |")
     return out
