@@ -31,6 +31,18 @@ import veil.identity as I
 from veil.io import sql
 
 
+def _identity(cols, rows, sums):
+    # the documented fingerprints from each column's (MD5 sum, constant flag)
+    prints = []
+    for c, (total, constant) in zip(cols, sums):
+        s = int(total or 0) % 2**64
+        d = hashlib.sha256(f"{I.IDENTITY_VERSION}|col|{rows}|{s}".encode()).hexdigest()[:32]
+        prints.append(I.ColumnPrint(c, d, constant=constant))
+    body = "|".join(sorted(p.fingerprint for p in prints))
+    ident = hashlib.sha256(f"{I.IDENTITY_VERSION}|table|{rows}|{body}".encode()).hexdigest()[:32]
+    return I.DatasetIdentity(ident, rows, tuple(prints))
+
+
 def former_identity_sql(con, source, what, kind=None):
     # the scan before 2026-12-06 (kept here only to be measured): each column grouped by its
     # distinct values in one GROUPING SETS query, on the shared connection (no memory limit)
@@ -48,14 +60,8 @@ def former_identity_sql(con, source, what, kind=None):
                   f"SETS ({sets})) SELECT {aggs}, sum(n) FILTER (WHERE gid = {gid[0]}) "
                   f"FROM g").fetchall()[0]
     rows = int(got[-1] or 0)
-    prints = []
-    for i, c in enumerate(cols):
-        s = int(got[2 * i] or 0) % 2**64
-        d = hashlib.sha256(f"{I.IDENTITY_VERSION}|col|{rows}|{s}".encode()).hexdigest()[:32]
-        prints.append(I.ColumnPrint(c, d, constant=int(got[2 * i + 1] or 0) <= 1))
-    body = "|".join(sorted(p.fingerprint for p in prints))
-    ident = hashlib.sha256(f"{I.IDENTITY_VERSION}|table|{rows}|{body}".encode()).hexdigest()[:32]
-    return I.DatasetIdentity(ident, rows, tuple(prints))
+    return _identity(cols, rows, [(got[2 * i], int(got[2 * i + 1] or 0) <= 1)
+                                  for i in range(k)])
 
 
 def text_identity_sql(con, source, what, kind=None):
@@ -69,14 +75,8 @@ def text_identity_sql(con, source, what, kind=None):
     got = con.sql(f"WITH raw AS (SELECT {raw} FROM {source}), nv AS (SELECT {norms} FROM "
                   f"raw) SELECT {aggs}, count(*) FROM nv").fetchall()[0]
     rows = int(got[-1] or 0)
-    prints = []
-    for i, c in enumerate(cols):
-        s = int(got[2 * i] or 0) % 2**64
-        d = hashlib.sha256(f"{I.IDENTITY_VERSION}|col|{rows}|{s}".encode()).hexdigest()[:32]
-        prints.append(I.ColumnPrint(c, d, constant=rows == 0 or bool(got[2 * i + 1])))
-    body = "|".join(sorted(p.fingerprint for p in prints))
-    ident = hashlib.sha256(f"{I.IDENTITY_VERSION}|table|{rows}|{body}".encode()).hexdigest()[:32]
-    return I.DatasetIdentity(ident, rows, tuple(prints))
+    return _identity(cols, rows, [(got[2 * i], rows == 0 or bool(got[2 * i + 1]))
+                                  for i in range(k)])
 
 
 if sys.argv[2] == "grouped":
