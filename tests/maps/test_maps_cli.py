@@ -300,3 +300,54 @@ def test_cli_many_users_large_bound_small_memory_equals_large_memory(tmp_path, r
     a["parameters"].pop("memory_limit", None)
     b["parameters"].pop("memory_limit", None)
     assert a == b
+
+
+class _Terminal:
+    """A stderr that says it is a terminal (what ``veil`` sees in an interactive shell)."""
+
+    def __init__(self):
+        import io
+
+        self.buf = io.StringIO()
+
+    def write(self, text):
+        return self.buf.write(text)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return True
+
+    def fileno(self):
+        raise OSError("not a real terminal")
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_publish_names_its_stages_on_a_terminal_only(points, monkeypatch, capsys, quiet,
+                                                     repeat_releases):
+    """A long ``map publish`` (60 s on 10^8 points) showed nothing until it ended. On a
+    terminal it now names each stage on one transient line (identity for the ledger, counting
+    and the mechanism, writing); with --quiet, or when stderr is a file or a pipe, stderr holds
+    only the final status line, as before. The stage texts hold no figure from the data."""
+    import sys
+
+    term, captured = _Terminal(), sys.stderr
+    monkeypatch.setattr(sys, "stderr", term)
+    extra = ["--quiet"] if quiet else []
+    assert _publish(points, "pts.csv", "m.parquet", "ag", extra) == 0
+    shown = term.buf.getvalue()
+    stages = ["pts.csv: content identity for the privacy ledger",
+              "pts.csv: points per cell (at most 10 per person), then ag on the 8x16 grid",
+              "writing m.parquet"]
+    if quiet:
+        assert shown == ""
+    else:
+        for s in stages:
+            assert s in shown, (s, shown)
+        assert shown.rstrip().splitlines()[-1].split("\x1b[2K")[-1].startswith("ag: 8x16 map")
+    monkeypatch.setattr(sys, "stderr", captured)
+    capsys.readouterr()
+    assert _publish(points, "pts.csv", "m2.parquet", "ag") == 0  # not a terminal
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [err.strip()] and err.startswith("ag: 8x16 map")

@@ -70,7 +70,7 @@ __all__ = [
     "EPSILON", "SEED", "OUTPUT", "FORMAT", "OUTPUT_FORMAT", "INPUT", "INPUT_FORMAT", "DELIMITER",
     "FORCE", "SPEND_AGAIN", "LEDGER", "writes_files",
     "output_path", "output_format", "read_input", "check_epsilon_option", "write_output", "echo_release",
-    "check_column_option", "naming_file", "input_options", "release_summary",
+    "check_column_option", "naming_file", "input_options", "release_summary", "stages",
 ]
 
 
@@ -103,6 +103,38 @@ def status(message: str) -> None:
     ``--quiet``. Data and ``--json`` summaries are the only things on stdout."""
     if not quiet():
         typer.echo(message, err=True)
+
+
+@contextlib.contextmanager
+def stages() -> Iterator[Callable[[str], None]]:
+    """Progress of a long command: yields ``show(text)``, which names the current stage on
+    one transient line of stderr (a spinner and the elapsed time), cleared when the command
+    ends so that only its status line remains.
+
+    Only on a terminal: not with ``--quiet`` or ``--json``, and not when stderr is a file or
+    a pipe (scripts and logs get the one status line, as before). The texts name stages,
+    never a figure computed from the data (stderr is seen by whoever runs the command).
+    """
+    if quiet() or json_mode() or not getattr(sys.stderr, "isatty", lambda: False)():
+        yield lambda text: None
+        return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                   console=Console(file=sys.stderr, highlight=False), transient=True,
+                   redirect_stdout=False, redirect_stderr=False)
+    task: list = []
+
+    def show(text: str) -> None:
+        if task:
+            bar.update(task[0], description=text, refresh=True)
+        else:
+            task.append(bar.add_task(text))
+            bar.refresh()
+
+    with bar:
+        yield show
 
 
 def _json_default(obj: Any) -> Any:

@@ -168,27 +168,35 @@ def publish_cmd(
               input_format=input_format, delimiter=delimiter)
     params = {k: v for k, v in (("height", height), ("branching", branching)) if v is not None}
     from ..ledger import charge
+    from .common import stages
 
-    # one map at epsilon per person (per point with --protects record), charged to the
-    # input's content identity before anything is computed, committed once written
-    charge(input, amount=float(epsilon), unit=protects, outputs=outputs,
-           read=[c for c in (lat, lon, user if protects == "user" else None, time) if c],
-           format=input_format, delimiter=delimiter)
-    rng = make_rng(seed=seed) if seed is not None else make_rng()
-    rel = publish_points(input, g, epsilon=epsilon, method=method, lat=lat, lon=lon,
-                         user=user if protects == "user" else None, time=time,
-                         protects=protects, max_points=max_points, start=start, end=end,
-                         scale=scale, engine=engine, workers=workers, scheduler=scheduler,
-                         rng=rng, format=input_format, delimiter=delimiter,
-                         memory_limit=memory_limit, **params)
-    notes = list(rel.notes)
-    if seed is not None:
-        notes.append("produced with a fixed --seed: for experiments only, not private")
-    if bbox_from_data:
-        notes.append("the box was taken from the data's extent (--bbox-from-data): NOT private")
-    rel = dataclasses.replace(rel, notes=tuple(notes),
-                              parameters={**rel.parameters, "bbox_from_data": bool(bbox_from_data)})
-    written = write_map(rel, output, geojson=geojson, png=png, geotiff=geotiff)
+    with stages() as show:
+        # one map at epsilon per person (per point with --protects record), charged to the
+        # input's content identity before anything is computed, committed once written
+        show(f"{input.name}: content identity for the privacy ledger (one pass)")
+        charge(input, amount=float(epsilon), unit=protects, outputs=outputs,
+               read=[c for c in (lat, lon, user if protects == "user" else None, time) if c],
+               format=input_format, delimiter=delimiter)
+        rng = make_rng(seed=seed) if seed is not None else make_rng()
+        show(f"{input.name}: points per cell"
+             + (f" (at most {max_points} per person)" if protects == "user" else "")
+             + f", then {method} on the {g.rows}x{g.cols} grid")
+        rel = publish_points(input, g, epsilon=epsilon, method=method, lat=lat, lon=lon,
+                             user=user if protects == "user" else None, time=time,
+                             protects=protects, max_points=max_points, start=start, end=end,
+                             scale=scale, engine=engine, workers=workers, scheduler=scheduler,
+                             rng=rng, format=input_format, delimiter=delimiter,
+                             memory_limit=memory_limit, **params)
+        notes = list(rel.notes)
+        if seed is not None:
+            notes.append("produced with a fixed --seed: for experiments only, not private")
+        if bbox_from_data:
+            notes.append("the box was taken from the data's extent (--bbox-from-data): NOT "
+                         "private")
+        rel = dataclasses.replace(rel, notes=tuple(notes), parameters={
+            **rel.parameters, "bbox_from_data": bool(bbox_from_data)})
+        show(f"writing {output.name}")
+        written = write_map(rel, output, geojson=geojson, png=png, geotiff=geotiff)
     side = next((p for p in written if str(p).endswith(".meta.json")), None)
     done(release_summary(rel, output, side, files=[str(p) for p in written],
                          grid=[int(g.rows), int(g.cols)],
