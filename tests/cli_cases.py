@@ -58,6 +58,16 @@ def run_veil(argv: list[str], cwd: Path) -> Result:
     return Result(code, out.getvalue(), err.getvalue(), list(caught))
 
 
+class FakeTerminal(io.StringIO):
+    """A stderr that says it is a terminal (what ``veil`` sees in an interactive shell)."""
+
+    def isatty(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        raise OSError("not a real terminal")
+
+
 def write_csv(path: Path, header: list[str], rows: list[list]) -> Path:
     with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh, lineterminator="\n")

@@ -212,3 +212,30 @@ def test_huge_bins_are_refused_with_the_output_size(data, capsys):
     code = run(["histogram", "publish", str(data / "ages.csv"), "-c", "age", "--bins",
                 "5000000", "--bins-from-data", "-e", "1", "-o", str(out)])
     assert code == 2 and "5,000,000 bins" in capsys.readouterr().err and not out.exists()
+
+
+def test_publish_names_its_stages_on_a_terminal_only(data, monkeypatch, capsys,
+                                                     repeat_releases):
+    """``histogram publish`` on 10^8 records took 45 s with nothing on the screen. On a
+    terminal it names its stages on one transient line; a warning raised during a stage is
+    printed above that line; off a terminal stderr holds only the status line, as before."""
+    import sys
+
+    from cli_cases import FakeTerminal
+
+    term, captured = FakeTerminal(), sys.stderr
+    monkeypatch.setattr(sys, "stderr", term)
+    args = ["histogram", "publish", str(data / "ages.csv"), "-c", "age", "--bins", "0:100:10",
+            "-e", "1", "-m", "hb"]
+    run_ok(args + ["-o", str(data / "h1.csv")])
+    shown = term.getvalue()
+    for stage in ("ages.csv: reading column age",
+                  "ages.csv: content identity for the privacy ledger",
+                  "hb on the histogram", "writing h1.csv"):
+        assert stage in shown, (stage, shown)
+    assert shown.rstrip().split("\x1b[2K")[-1].startswith("hb: 10 bins")
+    monkeypatch.setattr(sys, "stderr", captured)
+    capsys.readouterr()
+    run_ok(args + ["-o", str(data / "h2.csv")])
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [err.strip()] and err.startswith("hb: 10 bins")

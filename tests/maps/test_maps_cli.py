@@ -302,27 +302,6 @@ def test_cli_many_users_large_bound_small_memory_equals_large_memory(tmp_path, r
     assert a == b
 
 
-class _Terminal:
-    """A stderr that says it is a terminal (what ``veil`` sees in an interactive shell)."""
-
-    def __init__(self):
-        import io
-
-        self.buf = io.StringIO()
-
-    def write(self, text):
-        return self.buf.write(text)
-
-    def flush(self):
-        pass
-
-    def isatty(self):
-        return True
-
-    def fileno(self):
-        raise OSError("not a real terminal")
-
-
 @pytest.mark.parametrize("quiet", [False, True])
 def test_publish_names_its_stages_on_a_terminal_only(points, monkeypatch, capsys, quiet,
                                                      repeat_releases):
@@ -332,11 +311,13 @@ def test_publish_names_its_stages_on_a_terminal_only(points, monkeypatch, capsys
     only the final status line, as before. The stage texts hold no figure from the data."""
     import sys
 
-    term, captured = _Terminal(), sys.stderr
+    from cli_cases import FakeTerminal
+
+    term, captured = FakeTerminal(), sys.stderr
     monkeypatch.setattr(sys, "stderr", term)
     extra = ["--quiet"] if quiet else []
     assert _publish(points, "pts.csv", "m.parquet", "ag", extra) == 0
-    shown = term.buf.getvalue()
+    shown = term.getvalue()
     stages = ["pts.csv: content identity for the privacy ledger",
               "pts.csv: points per cell (at most 10 per person), then ag on the 8x16 grid",
               "writing m.parquet"]

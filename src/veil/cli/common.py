@@ -121,9 +121,11 @@ def stages() -> Iterator[Callable[[str], None]]:
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    # stderr written during a stage (a note, a warning) is printed above the line; stdout is
+    # left alone (data and --json summaries never pass through the progress display)
     bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                    console=Console(file=sys.stderr, highlight=False), transient=True,
-                   redirect_stdout=False, redirect_stderr=False)
+                   redirect_stdout=False, redirect_stderr=True)
     task: list = []
 
     def show(text: str) -> None:

@@ -204,62 +204,69 @@ def publish_cmd(
                              "records per user")
     users = None
     read_opts = input_options(input, input_format, delimiter)
-    if counts:
-        if bins is not None or bins_from_data:
-            raise ParameterError("--counts reads one count per bin: do not pass --bins")
-        if user_column is not None:
-            raise ParameterError("--counts reads counts per bin: --user-column and "
-                                 "--max-records apply to records")
-        hist = read_counts(input, column=column, **read_opts)
-        if hist.size == 0:
-            raise DataError("the file has no rows: a histogram needs at least one bin",
-                            path=str(input), column=column)
-        hist = check_counts(hist, "counts")
-        lower = np.arange(hist.size, dtype=np.float64)
-        upper = lower + 1
-    else:
-        if user_column is None:
-            values = read_values(input, column, **read_opts)
+    from .common import stages
+
+    with stages() as show:
+        show(f"{input.name}: reading column {column}")
+        if counts:
+            if bins is not None or bins_from_data:
+                raise ParameterError("--counts reads one count per bin: do not pass --bins")
+            if user_column is not None:
+                raise ParameterError("--counts reads counts per bin: --user-column and "
+                                     "--max-records apply to records")
+            hist = read_counts(input, column=column, **read_opts)
+            if hist.size == 0:
+                raise DataError("the file has no rows: a histogram needs at least one bin",
+                                path=str(input), column=column)
+            hist = check_counts(hist, "counts")
+            lower = np.arange(hist.size, dtype=np.float64)
+            upper = lower + 1
         else:
-            values, users = read_values_users(input, column, user_column, **read_opts)
-        edges = parse_bins(bins, values=values, from_data=bins_from_data)
-        lower, upper = edges[:-1], edges[1:]
-    given = {key: v for key, v in (("k", k), ("count_bound", count_bound),
-                                    ("branching", branching)) if v is not None}
-    params = mechanism_options(method, given)
-    from ..ledger import charge
+            if user_column is None:
+                values = read_values(input, column, **read_opts)
+            else:
+                values, users = read_values_users(input, column, user_column, **read_opts)
+            edges = parse_bins(bins, values=values, from_data=bins_from_data)
+            lower, upper = edges[:-1], edges[1:]
+        given = {key: v for key, v in (("k", k), ("count_bound", count_bound),
+                                        ("branching", branching)) if v is not None}
+        params = mechanism_options(method, given)
+        from ..ledger import charge
 
-    charge(input, amount=epsilon, unit="user" if max_records is not None else "record",
-           read=[column] + ([user_column] if user_column else []),
-           outputs=[output, sidecar_path(output)], format=input_format, delimiter=delimiter)
-    rng = make_rng(seed=seed) if seed is not None else make_rng()
-    if counts:
-        rel = publish(counts=hist, epsilon=epsilon, method=method, rng=rng,
-                      records_bound=records_bound, **params)
-        n_bins = int(hist.size)
-    else:
-        rel = publish_records(values, bins=edges, users=users, max_records=max_records,
-                              epsilon=epsilon, method=method, rng=rng,
-                              records_bound=records_bound, **params)
-        n_bins = int(edges.size - 1)
-    import dataclasses
+        show(f"{input.name}: content identity for the privacy ledger (one pass)")
+        charge(input, amount=epsilon, unit="user" if max_records is not None else "record",
+               read=[column] + ([user_column] if user_column else []),
+               outputs=[output, sidecar_path(output)], format=input_format, delimiter=delimiter)
+        rng = make_rng(seed=seed) if seed is not None else make_rng()
+        show(f"{method} on the histogram")
+        if counts:
+            rel = publish(counts=hist, epsilon=epsilon, method=method, rng=rng,
+                          records_bound=records_bound, **params)
+            n_bins = int(hist.size)
+        else:
+            rel = publish_records(values, bins=edges, users=users, max_records=max_records,
+                                  epsilon=epsilon, method=method, rng=rng,
+                                  records_bound=records_bound, **params)
+            n_bins = int(edges.size - 1)
+        import dataclasses
 
-    notes = list(rel.notes)
-    for note in notes:
-        if " not used: auto picked " in note:
-            status(f"note: {note}")
-    if seed is not None:
-        notes.append("produced with a fixed --seed: for experiments only, not private")
-    table = {"bin": np.arange(n_bins), "lower": lower, "upper": upper,
-             "count": np.asarray(rel.value, dtype=np.float64)}
-    info = {"file": str(input), "column": column, "mode": "counts" if counts else "records",
-            "bins": n_bins, "bins_from_data": bool(bins_from_data),
-            "records_outside_bins": "not counted (their number is not published)"}
-    if user_column is not None:
-        info.update(user_column=user_column, max_records=int(max_records))
-    out_rel = dataclasses.replace(rel, value=table, notes=tuple(notes),
-                                  parameters={**rel.parameters, "input": info})
-    _, side = write_release(out_rel, output, format=out_fmt)
+        notes = list(rel.notes)
+        for note in notes:
+            if " not used: auto picked " in note:
+                status(f"note: {note}")
+        if seed is not None:
+            notes.append("produced with a fixed --seed: for experiments only, not private")
+        table = {"bin": np.arange(n_bins), "lower": lower, "upper": upper,
+                 "count": np.asarray(rel.value, dtype=np.float64)}
+        info = {"file": str(input), "column": column, "mode": "counts" if counts else "records",
+                "bins": n_bins, "bins_from_data": bool(bins_from_data),
+                "records_outside_bins": "not counted (their number is not published)"}
+        if user_column is not None:
+            info.update(user_column=user_column, max_records=int(max_records))
+        out_rel = dataclasses.replace(rel, value=table, notes=tuple(notes),
+                                      parameters={**rel.parameters, "input": info})
+        show(f"writing {output.name}")
+        _, side = write_release(out_rel, output, format=out_fmt)
     done(release_summary(out_rel, output, side, bins=n_bins),
          f"{rel.mechanism}: {n_bins} bins, epsilon={epsilon:g} "
          f"(split {json.dumps(rel.metadata()['budget_split'])}) -> {output} "
