@@ -350,3 +350,36 @@ def test_a_planted_spill_folder_is_not_used(tmp_path, monkeypatch):
     name.mkdir(mode=0o755)
     os.chmod(name, 0o755)
     assert _spill_root() not in (str(name), got)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_iter_column_equals_read_columns_and_names_the_same_bad_row(tmp_path, suffix):
+    """``iter_column`` (histogram publish reads its column with it, batch by batch) gives the
+    values of ``read_columns`` in order, and a bad value in a later batch raises the same
+    error naming the same row."""
+    from veil.errors import DataError
+    from veil.io import iter_column, read_columns
+
+    g = np.random.default_rng(0)
+    vals = g.normal(size=25).round(3)
+    good = tmp_path / f"good{suffix}"
+    write_table({"name": ["a"] * 25, "v": vals}, good)
+    batches = list(iter_column(good, "v", batch_rows=4))
+    assert [b.size for b in batches] == [4] * 6 + [1]
+    np.testing.assert_array_equal(np.concatenate(batches),
+                                  read_columns(good, columns={"v": "float"})["v"])
+    for bad_value in ("abc", "", "inf"):
+        bad = tmp_path / "bad.csv"
+        cells = [str(v) for v in vals]
+        cells[17] = bad_value
+        bad.write_text("v\n" + "\n".join(cells) + "\n")
+        with pytest.raises(DataError) as whole:
+            read_columns(bad, columns={"v": "float"})
+        with pytest.raises(DataError) as batched:
+            list(iter_column(bad, "v", batch_rows=4))
+        assert str(batched.value) == str(whole.value) and "row 18" in str(whole.value)
+    (tmp_path / "empty.csv").write_text("v\n")
+    with pytest.raises(DataError, match="no data rows"):
+        list(iter_column(tmp_path / "empty.csv", "v"))
+    with pytest.raises(DataError, match="did you mean"):
+        list(iter_column(good, "V"))

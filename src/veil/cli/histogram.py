@@ -221,6 +221,15 @@ def publish_cmd(
             hist = check_counts(hist, "counts")
             lower = np.arange(hist.size, dtype=np.float64)
             upper = lower + 1
+        elif user_column is None and not bins_from_data:
+            # public bins: counted batch by batch (memory follows the bins, not the records;
+            # 2.3 GB for 10^8 records read whole), before anything is charged, as before
+            from ..histograms.api import histogram_of
+            from ..io import iter_column
+
+            edges = parse_bins(bins, values=None, from_data=False)
+            values = histogram_of(iter_column(input, column, "float", **read_opts), edges)
+            lower, upper = edges[:-1], edges[1:]
         else:
             if user_column is None:
                 values = read_values(input, column, **read_opts)
@@ -244,9 +253,15 @@ def publish_cmd(
                           records_bound=records_bound, **params)
             n_bins = int(hist.size)
         else:
-            rel = publish_records(values, bins=edges, users=users, max_records=max_records,
-                                  epsilon=epsilon, method=method, rng=rng,
-                                  records_bound=records_bound, **params)
+            if isinstance(values, tuple):  # counted batch by batch above
+                from ..histograms.api import publish_binned_records
+
+                rel = publish_binned_records(values[0], edges, epsilon=epsilon, method=method,
+                                             rng=rng, records_bound=records_bound, **params)
+            else:
+                rel = publish_records(values, bins=edges, users=users,
+                                      max_records=max_records, epsilon=epsilon, method=method,
+                                      rng=rng, records_bound=records_bound, **params)
             n_bins = int(edges.size - 1)
         import dataclasses
 

@@ -16,7 +16,8 @@ Neighbouring histograms differ by one record (one bin count changes by 1).
 
 from __future__ import annotations
 
-from .api import METHODS, choose_method, histogram_of, publish, publish_records
+from .api import (METHODS, choose_method, histogram_of, publish, publish_binned_records,
+                  publish_records)
 from .basic import identity, noise_first
 from .dawa import dawa
 from .hdmm import hdmm, optimize_strategy
@@ -27,7 +28,8 @@ from .structurefirst import optimized_structure_first, structure_first
 from .tree import boost, hb, qardaji_branching
 
 __all__ = [
-    "METHODS", "choose_method", "publish", "publish_records", "histogram_of",
+    "METHODS", "choose_method", "publish", "publish_records", "publish_binned_records",
+    "histogram_of",
     "identity", "noise_first", "structure_first", "optimized_structure_first",
     "boost", "hb", "sort_and_group", "ahp", "dawa", "hdmm", "optimize_strategy", "mwem",
     "voptimal", "voptimal_reference", "sorted_grouping", "qardaji_branching",

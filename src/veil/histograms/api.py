@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -14,7 +15,7 @@ from ..release import Release
 from ..validation import check_choice, check_positive
 from ._common import as_budget, as_counts
 
-__all__ = ["publish", "publish_records", "histogram_of", "METHODS", "WORKLOAD_AWARE",
+__all__ = ["publish", "publish_records", "publish_binned_records", "histogram_of", "METHODS", "WORKLOAD_AWARE",
            "choose_method", "AUTO_RULE", "AUTO_TOTAL_FRACTION", "workload_class"]
 
 METHODS = ("identity", "noisefirst", "structurefirst", "optimized-structurefirst", "boost",
@@ -210,11 +211,15 @@ def histogram_of(values, bins) -> tuple:
 
     Returns ``(counts, edges)``; ``bins`` must be at least two finite, increasing edges
     chosen without looking at the data (a number of bins is refused: its range would have
-    to come from the data).
+    to come from the data). ``values`` is an array, or an *iterator* of 1-D arrays (batches,
+    e.g. :func:`veil.io.iter_column`) whose counts are summed: memory then follows one batch
+    and the bins, not the number of records.
 
     Examples
     --------
     >>> histogram_of([1.0, 2.5, 2.5, 9.0, 99.0], [0, 2, 4, 10])[0].tolist()
+    [1, 2, 1]
+    >>> histogram_of(iter([[1.0, 2.5], [2.5, 9.0, 99.0]]), [0, 2, 4, 10])[0].tolist()
     [1, 2, 1]
     """
     import numpy as np
@@ -228,6 +233,12 @@ def histogram_of(values, bins) -> tuple:
     edges = check_finite_array(bins, "bins", ndim=1)
     if edges.size < 2 or (np.diff(edges) <= 0).any():
         raise ParameterError("bins must hold at least two increasing edges")
+    if isinstance(values, Iterator):
+        counts = np.zeros(edges.size - 1, dtype=np.int64)
+        for batch in values:
+            x = check_finite_array(batch, "values", ndim=1, allow_empty=True)
+            counts += np.histogram(x, bins=edges)[0]
+        return counts, edges
     x = check_finite_array(values, "values", ndim=1, allow_empty=True)
     counts, _ = np.histogram(x, bins=edges)
     return counts.astype(np.int64), edges
@@ -247,8 +258,9 @@ def publish_records(values, *, bins, epsilon, method: str = "auto", rng=None,
 
     Parameters
     ----------
-    values : array_like of float
-        One value per record (NaN/inf refused).
+    values : array_like of float, or an iterator of arrays
+        One value per record (NaN/inf refused); without ``users``, also batches of them (an
+        iterator, e.g. :func:`veil.io.iter_column`: memory then follows one batch).
     bins : array_like of float
         Public bin edges (see :func:`histogram_of`).
     epsilon : float or PureDP
@@ -280,11 +292,11 @@ def publish_records(values, *, bins, epsilon, method: str = "auto", rng=None,
                              "each record's user and a public bound on records per user")
     if users is None:
         counts, edges = histogram_of(values, bins)
-        rel = _publish_counts(counts, epsilon=b, method=method, rng=rng,
-                              records_bound=records_bound, **params)
-        return dataclasses.replace(rel, parameters={**rel.parameters, "input": "records",
-                                                    "bins": edges.tolist()},
-                                   protects="record")
+        return publish_binned_records(counts, edges, epsilon=b, method=method, rng=rng,
+                                      records_bound=records_bound, **params)
+    if isinstance(values, Iterator):
+        raise ParameterError("values in batches are for record-level histograms; with users "
+                             "and max_records give one array")
     import pyarrow as pa
 
     from ..bounding import bound_contributions
@@ -311,6 +323,45 @@ def publish_records(values, *, bins, epsilon, method: str = "auto", rng=None,
         rel, budget=b, budget_split=split, protects="user", notes=(*rel.notes, note),
         parameters={**rel.parameters, "input": "records", "bins": edges.tolist(),
                     "max_records": m, "epsilon_per_record": per_record.epsilon})
+
+
+def publish_binned_records(counts, edges, *, epsilon, method: str = "auto", rng=None,
+                           records_bound=None, **params) -> Release:
+    """The release of :func:`publish_records` (without users) for records already counted
+    into public bins, e.g. by :func:`histogram_of` over batches: same mechanism, same
+    parameters, same random draws for the same ``rng``.
+
+    Why private: as :func:`publish_records` (one record moves one count by 1; the edges are
+    public).
+
+    Parameters
+    ----------
+    counts : array_like of int
+        Records per bin.
+    edges : array_like of float
+        The public bin edges the counts were made with (``len(counts) + 1``).
+    epsilon, method, rng, records_bound, **params
+        As in :func:`publish`.
+
+    Examples
+    --------
+    >>> from veil.random import make_rng
+    >>> c, e = histogram_of(iter([[1.0, 2.5], [2.5, 9.0]]), [0, 2, 4, 10])
+    >>> r = publish_binned_records(c, e, epsilon=1.0, method="identity", rng=make_rng(seed=3))
+    >>> r.protects, r.parameters["bins"]
+    ('record', [0.0, 2.0, 4.0, 10.0])
+    """
+    import numpy as np
+
+    b = as_budget(epsilon)
+    e = np.asarray(edges, dtype=np.float64)
+    if e.ndim != 1 or e.size != np.size(counts) + 1:
+        raise ParameterError(f"edges must hold len(counts) + 1 = {np.size(counts) + 1} values, "
+                             f"got {e.size}")
+    rel = _publish_counts(counts, epsilon=b, method=method, rng=rng,
+                          records_bound=records_bound, **params)
+    return dataclasses.replace(rel, parameters={**rel.parameters, "input": "records",
+                                                "bins": e.tolist()}, protects="record")
 
 
 def _publish_counts(counts, *, epsilon, method: str = "auto", rng=None, records_bound=None,

@@ -16,8 +16,8 @@ Examples
 
 from __future__ import annotations
 
-from .read import (FORMATS, KINDS, detect_format, read_checkins, read_columns, read_counts,
-                   read_points, read_table)
+from .read import (FORMATS, KINDS, detect_format, iter_column, read_checkins, read_columns,
+                   read_counts, read_points, read_table)
 from .write import (OutputPolicy, atomic_path, atomic_paths, check_output_target, output_policy,
                     sidecar_path, to_arrow, write_json,
                     write_release, write_table)
@@ -27,6 +27,7 @@ __all__ = [
     "KINDS",
     "detect_format",
     "read_table",
+    "iter_column",
     "read_columns",
     "read_points",
     "read_counts",

@@ -8,11 +8,13 @@ column, and says what was found and what was expected. Checks run in SQL
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import difflib
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ __all__ = [
     "KINDS",
     "detect_format",
     "read_table",
+    "iter_column",
     "read_columns",
     "read_points",
     "read_counts",
@@ -495,6 +498,77 @@ def _validate_kinds(columns: Mapping[str, str] | None) -> dict[str, str] | None:
     return out
 
 
+@dataclass
+class _Scan:
+    con: Any
+    src: str
+    spath: str
+    exprs: list
+    have: list
+    index: dict
+    types: dict
+    fmt: str
+    delimiter: str
+    path: Path
+
+
+@contextlib.contextmanager
+def _declared_scan(path, kinds, *, format, delimiter, header, names, keep_others):
+    """The checks and SQL shared by :func:`read_table` and :func:`iter_column`: the file,
+    its exact column names, the declared columns' cast expressions; yields a :class:`_Scan`
+    whose connection is closed afterwards."""
+    import duckdb
+
+    path = Path(os.fspath(path))
+    fmt = detect_format(path, format)
+    if delimiter is None:
+        delimiter = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
+    elif not isinstance(delimiter, str) or len(delimiter) != 1:
+        raise ParameterError(f"delimiter must be a single character, got {delimiter!r}")
+    if names is not None and (isinstance(names, str) or not all(isinstance(n, str) for n in names)):
+        raise ParameterError(f"names must be a list of strings, got {names!r}")
+    _check_file(path)
+    spath = str(path)
+
+    con = _connect()
+    try:
+        raw = _source_sql(path, fmt, delimiter=delimiter, header=header,
+                          all_varchar=kinds is not None)
+        try:
+            described = con.sql(f"DESCRIBE SELECT * FROM {raw}").fetchall()
+        except duckdb.InterruptException:  # SIGINT while DuckDB reads: exit 130, not 2
+            raise KeyboardInterrupt from None
+        except duckdb.Error as exc:
+            raise _duck_error(exc, path, fmt, delimiter, header) from None
+        # SQL only ever sees positional names (c0, c1, ...): a name from the file never
+        # reaches a query, and DuckDB's renaming of blank, padded or case-duplicate names
+        # cannot change what is read or written back.
+        have = _exact_names(con, path, fmt, [r[0] for r in described], delimiter=delimiter,
+                            header=header, names=names, types=[str(r[1]) for r in described])
+        index = {name: i for i, name in enumerate(have)}
+        types = {name: str(described[i][1]) for i, name in enumerate(have)}
+        src = f"{raw} AS __src({', '.join(_ident(_internal(i)) for i in range(len(have)))})"
+
+        if kinds is None:
+            exprs = [_ident(_internal(i)) for i in range(len(have))]
+        else:
+            for name, kind in kinds.items():
+                if name not in index:
+                    raise _missing_column_error(spath, name, have)
+                if _nested_type(types[name]):
+                    raise DataError(f"holds nested values of type {types[name]} (lists or "
+                                    f"structs), expected {KINDS[kind]} in every cell",
+                                    path=spath, column=name)
+            exprs = []
+            for name, kind in kinds.items():
+                exprs.extend(_cast_exprs(_internal(index[name]), types[name], kind))
+            others = [h for h in have if h not in kinds] if keep_others else []
+            exprs.extend(_ident(_internal(index[h])) for h in others)
+        yield _Scan(con, src, spath, exprs, have, index, types, fmt, delimiter, path)
+    finally:
+        con.close()
+
+
 def read_table(path: str | os.PathLike, *, columns: Mapping[str, str] | None = None,
                format: str | None = None, delimiter: str | None = None, header: bool = True,
                names: list[str] | None = None, keep_others: bool = False) -> pa.Table:
@@ -550,51 +624,12 @@ def read_table(path: str | os.PathLike, *, columns: Mapping[str, str] | None = N
     import duckdb
 
     kinds = _validate_kinds(columns)
-    path = Path(os.fspath(path))
-    fmt = detect_format(path, format)
-    if delimiter is None:
-        delimiter = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
-    elif not isinstance(delimiter, str) or len(delimiter) != 1:
-        raise ParameterError(f"delimiter must be a single character, got {delimiter!r}")
-    if names is not None and (isinstance(names, str) or not all(isinstance(n, str) for n in names)):
-        raise ParameterError(f"names must be a list of strings, got {names!r}")
-    _check_file(path)
-    spath = str(path)
-
-    con = _connect()
-    try:
-        raw = _source_sql(path, fmt, delimiter=delimiter, header=header,
-                          all_varchar=kinds is not None)
-        try:
-            described = con.sql(f"DESCRIBE SELECT * FROM {raw}").fetchall()
-        except duckdb.InterruptException:  # SIGINT while DuckDB reads: exit 130, not 2
-            raise KeyboardInterrupt from None
-        except duckdb.Error as exc:
-            raise _duck_error(exc, path, fmt, delimiter, header) from None
-        # SQL only ever sees positional names (c0, c1, ...): a name from the file never
-        # reaches a query, and DuckDB's renaming of blank, padded or case-duplicate names
-        # cannot change what is read or written back.
-        have = _exact_names(con, path, fmt, [r[0] for r in described], delimiter=delimiter,
-                            header=header, names=names, types=[str(r[1]) for r in described])
-        index = {name: i for i, name in enumerate(have)}
-        types = {name: str(described[i][1]) for i, name in enumerate(have)}
-        src = f"{raw} AS __src({', '.join(_ident(_internal(i)) for i in range(len(have)))})"
-
-        if kinds is None:
-            exprs = [_ident(_internal(i)) for i in range(len(have))]
-        else:
-            for name, kind in kinds.items():
-                if name not in index:
-                    raise _missing_column_error(spath, name, have)
-                if _nested_type(types[name]):
-                    raise DataError(f"holds nested values of type {types[name]} (lists or "
-                                    f"structs), expected {KINDS[kind]} in every cell",
-                                    path=spath, column=name)
-            exprs = []
-            for name, kind in kinds.items():
-                exprs.extend(_cast_exprs(_internal(index[name]), types[name], kind))
-            others = [h for h in have if h not in kinds] if keep_others else []
-            exprs.extend(_ident(_internal(index[h])) for h in others)
+    with _declared_scan(path, kinds, format=format, delimiter=delimiter, header=header,
+                        names=names, keep_others=keep_others) as scan:
+        con, src, spath, exprs = scan.con, scan.src, scan.spath, scan.exprs
+        have, index, types = scan.have, scan.index, scan.types
+        fmt, delimiter = scan.fmt, scan.delimiter
+        path = scan.path
         # One scan of the file; insertion order is preserved, so index i is data row i + 1.
         try:
             got = con.sql(f"SELECT {', '.join(exprs)} FROM {src}").to_arrow_table()
@@ -614,8 +649,66 @@ def read_table(path: str | os.PathLike, *, columns: Mapping[str, str] | None = N
             return pa.table(checked)
         return pa.table({h: checked[h] if h in checked else got.column(_internal(index[h]))
                          for h in have})
-    finally:
-        con.close()
+
+
+#: kinds :func:`iter_column` reads batch by batch (their checks look at one row at a time)
+_BATCH_KINDS = ("float", "lat", "lon")
+
+
+def iter_column(path: str | os.PathLike, column: str, kind: str = "float", *,
+                batch_rows: int = 1 << 20, format: str | None = None,
+                delimiter: str | None = None, header: bool = True,
+                names: list[str] | None = None) -> Iterator[np.ndarray]:
+    """Read one numeric column batch by batch: float64 arrays of at most ``batch_rows``
+    values, in file order, checked exactly as :func:`read_table` checks them.
+
+    Memory follows ``batch_rows``, not the file (one DuckDB scan, streamed). A bad value
+    raises the same :class:`~veil.errors.DataError` as :func:`read_table`, naming the same
+    row, when its batch is reached: a caller that writes anything must first consume every
+    batch. ``kind`` is ``'float'``, ``'lat'`` or ``'lon'``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "v.csv"
+    >>> _ = f.write_text("v\\n1.5\\n2\\n3\\n")
+    >>> [b.tolist() for b in iter_column(f, "v", batch_rows=2)]
+    [[1.5, 2.0], [3.0]]
+    """
+    import duckdb
+
+    if kind not in _BATCH_KINDS:
+        raise ParameterError(f"iter_column reads kinds {', '.join(_BATCH_KINDS)}, got {kind!r}")
+    rows = int(batch_rows)
+    if rows < 1:
+        raise ParameterError(f"batch_rows must be >= 1, got {batch_rows!r}")
+    kinds = _validate_kinds({column: kind})
+    with _declared_scan(path, kinds, format=format, delimiter=delimiter, header=header,
+                        names=names, keep_others=False) as scan:
+        col = _internal(scan.index[column])
+        # a second connection to the same database looks up a bad cell's text for the error
+        # message: a query on the streaming connection would end its stream
+        look = scan.con.cursor()
+        try:
+            reader = scan.con.sql(f"SELECT {', '.join(scan.exprs)} FROM {scan.src}"
+                                  ).to_arrow_reader(rows)
+            offset = 0
+            for batch in reader:
+                if batch.num_rows == 0:
+                    continue
+                got = pa.Table.from_batches([batch])
+                vals = _check_column(look, scan.src, scan.spath, column, col, kind, got,
+                                     scan.types[column], offset=offset)
+                offset += batch.num_rows
+                yield vals.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+        except duckdb.InterruptException:
+            raise KeyboardInterrupt from None
+        except duckdb.Error as exc:
+            raise _duck_error(exc, scan.path, scan.fmt, scan.delimiter, header) from None
+        finally:
+            look.close()
+        if offset == 0:
+            raise DataError("has no data rows (only a header?)", path=scan.spath)
 
 
 def column_names(path: str | os.PathLike, *, format: str | None = None,
@@ -673,21 +766,22 @@ def column_names(path: str | os.PathLike, *, format: str | None = None,
 
 
 def _check_column(con, src: str, path: str, name: str, col: str, kind: str, got: pa.Table,
-                  src_type: str):
+                  src_type: str, offset: int = 0):
     """Vectorized checks of one declared column; returns the converted Arrow array.
 
-    ``name`` is the column's name in the file (for messages), ``col`` its internal name.
+    ``name`` is the column's name in the file (for messages), ``col`` its internal name;
+    ``got`` holds the rows from data row ``offset + 1`` on (a batch of :func:`iter_column`).
     """
     missing = got.column("__null__" + col).to_numpy()
     i = _first(missing)
     if i is not None:
         raise DataError(f"missing value (empty cell); every row needs a {kind} here "
-                        f"({KINDS[kind]})", path=path, row=i + 1, column=name)
+                        f"({KINDS[kind]})", path=path, row=offset + i + 1, column=name)
     if "__nested__" + col in got.column_names:
         i = _first(got.column("__nested__" + col).to_numpy())
         if i is not None:
-            raise DataError(f"{_raw_value(con, src, col, i)} is a list or an object, "
-                            f"expected {KINDS[kind]}", path=path, row=i + 1, column=name)
+            raise DataError(f"{_raw_value(con, src, col, offset + i)} is a list or an object, "
+                            f"expected {KINDS[kind]}", path=path, row=offset + i + 1, column=name)
     if kind == "str":
         return got.column("__s__" + col).combine_chunks()
 
@@ -701,40 +795,40 @@ def _check_column(con, src: str, path: str, name: str, col: str, kind: str, got:
             i = _first(~np.isfinite(vals))
             if i is not None:
                 raise DataError(f"time must be finite, got {vals[i]!r}", path=path,
-                                row=i + 1, column=name)
+                                row=offset + i + 1, column=name)
             return pa.array(vals, type=pa.float64())
         if t_ok.all():
             return t.combine_chunks().cast(pa.timestamp("us"))
         bad = ~(t_ok if t_ok.sum() >= f_ok.sum() else f_ok)
         i = _first(bad)
-        raise DataError(f"{_raw_value(con, src, col, i)} is not a time (expected "
+        raise DataError(f"{_raw_value(con, src, col, offset + i)} is not a time (expected "
                         f"{KINDS['time']}, e.g. 2012-04-03 18:00:09 or 13.5)",
-                        path=path, row=i + 1, column=name)
+                        path=path, row=offset + i + 1, column=name)
 
     fcol = got.column("__f__" + col)
     fnull = np.asarray(fcol.is_null().to_numpy(zero_copy_only=False), dtype=bool)
     i = _first(fnull)
     if i is not None:
-        raise DataError(f"{_raw_value(con, src, col, i)} is not a number (expected "
-                        f"{KINDS[kind]})", path=path, row=i + 1, column=name)
+        raise DataError(f"{_raw_value(con, src, col, offset + i)} is not a number (expected "
+                        f"{KINDS[kind]})", path=path, row=offset + i + 1, column=name)
     vals = fcol.to_numpy().astype(np.float64, copy=False)
     finite = np.isfinite(vals)
     i = _first(~finite)
     if i is not None:
         what = {"lat": "latitude", "lon": "longitude"}.get(kind, "value")
-        raise DataError(f"{what} must be finite, got {_raw_value(con, src, col, i)} "
-                        f"(NaN/inf not allowed)", path=path, row=i + 1, column=name)
+        raise DataError(f"{what} must be finite, got {_raw_value(con, src, col, offset + i)} "
+                        f"(NaN/inf not allowed)", path=path, row=offset + i + 1, column=name)
     if kind == "lat":
         i = _first((vals < -90.0) | (vals > 90.0))
         if i is not None:
             raise DataError(f"latitude {vals[i]!r} is outside [-90, 90] (are latitude and "
-                            f"longitude swapped?)", path=path, row=i + 1, column=name)
+                            f"longitude swapped?)", path=path, row=offset + i + 1, column=name)
         return pa.array(vals, type=pa.float64())
     if kind == "lon":
         i = _first((vals < -180.0) | (vals > 180.0))
         if i is not None:
             raise DataError(f"longitude {vals[i]!r} is outside [-180, 180]", path=path,
-                            row=i + 1, column=name)
+                            row=offset + i + 1, column=name)
         return pa.array(vals, type=pa.float64())
     if kind == "float":
         return pa.array(vals, type=pa.float64())
@@ -743,8 +837,8 @@ def _check_column(con, src: str, path: str, name: str, col: str, kind: str, got:
     i = _first(vals != np.round(vals))
     if i is not None:
         label = "integer count" if kind == "count" else "integer"
-        raise DataError(f"{_raw_value(con, src, col, i)} is not an {label} (expected "
-                        f"{KINDS[kind]})", path=path, row=i + 1, column=name)
+        raise DataError(f"{_raw_value(con, src, col, offset + i)} is not an {label} (expected "
+                        f"{KINDS[kind]})", path=path, row=offset + i + 1, column=name)
     if np.abs(vals).max() < _EXACT_LIMIT:
         ints = vals.astype(np.int64)  # integral doubles below 2**52 are exact
     else:  # large integers: parse the text again as BIGINT so no digit is lost
@@ -753,14 +847,14 @@ def _check_column(con, src: str, path: str, name: str, col: str, kind: str, got:
         inull = np.asarray(icol.is_null().to_numpy(zero_copy_only=False), dtype=bool)
         i = _first(inull)
         if i is not None:
-            raise DataError(f"{_raw_value(con, src, col, i)} does not fit in a 64-bit "
-                            f"integer", path=path, row=i + 1, column=name)
+            raise DataError(f"{_raw_value(con, src, col, offset + i)} does not fit in a 64-bit "
+                            f"integer", path=path, row=offset + i + 1, column=name)
         ints = icol.to_numpy().astype(np.int64, copy=False)
     if kind == "count":
         i = _first(ints < 0)
         if i is not None:
             raise DataError(f"count {int(ints[i])} is negative; counts must be >= 0",
-                            path=path, row=i + 1, column=name)
+                            path=path, row=offset + i + 1, column=name)
     return pa.array(ints, type=pa.int64())
 
 
