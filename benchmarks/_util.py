@@ -38,3 +38,19 @@ def _fmt(c: object) -> str:
     if isinstance(c, float):
         return f"{c:.4g}"
     return str(c)
+
+
+def run_child(code: str, *args: str) -> dict:
+    """Run ``code`` in a fresh Python process with this checkout's ``src`` first on the path;
+    return the JSON object its last line of stdout prints (peak memory per run needs a fresh
+    process: ``ru_maxrss`` only grows)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+    env = {**os.environ, "PYTHONPATH": os.path.abspath(src)}
+    out = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])

@@ -10,12 +10,13 @@ the same counts (checked). The privacy ledger's identity scan is not included (t
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _util import run_child  # noqa: E402
 
 CHILD = r"""
 import hashlib, json, resource, sys, time
@@ -42,8 +43,6 @@ def main(argv=None) -> int:
     ap.add_argument("--rows", type=float, default=2e7)
     a = ap.parse_args(argv)
     n = int(a.rows)
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
-    env = {**os.environ, "PYTHONPATH": os.path.abspath(src)}
     with tempfile.TemporaryDirectory(prefix="veil-histogram-bench-") as d:
         path = os.path.join(d, "values.parquet")
         duckdb.sql(f"COPY (SELECT (i % 1000)::VARCHAR AS user, random() AS v "
@@ -52,9 +51,7 @@ def main(argv=None) -> int:
               f"{os.getloadavg()[0]:.1f}\n")
         res = {}
         for name in ("whole", "batches"):
-            out = subprocess.run([sys.executable, "-c", CHILD, path, name], env=env,
-                                 capture_output=True, text=True, check=True)
-            res[name] = json.loads(out.stdout.strip().splitlines()[-1])
+            res[name] = run_child(CHILD, path, name)
         if res["whole"]["digest"] != res["batches"]["digest"]:
             raise SystemExit("the two reads gave different counts")
         w, b = res["whole"], res["batches"]

@@ -17,12 +17,13 @@ time``) is written once by a streaming DuckDB ``COPY`` and deleted afterwards.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _util import run_child  # noqa: E402
 
 CHILD = r"""
 import hashlib, json, resource, sys, time
@@ -102,8 +103,6 @@ def main(argv=None) -> int:
                     help="leave out the grouped scan (it needs several GB at 10^8 rows)")
     a = ap.parse_args(argv)
     n = int(a.rows)
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
-    env = {**os.environ, "PYTHONPATH": os.path.abspath(src)}
     with tempfile.TemporaryDirectory(prefix="veil-identity-bench-") as d:
         path = os.path.join(d, "points.parquet")
         duckdb.sql(f"COPY (SELECT (i % {a.users})::VARCHAR AS user, random() AS lat, "
@@ -112,13 +111,9 @@ def main(argv=None) -> int:
         print(f"{n:,} rows (user, lat, lon, time; {a.users:,} users), {os.cpu_count()} cores, "
               f"load average {os.getloadavg()[0]:.1f}\n")
         res = {}
-        runs = (("grouped", "grouped"), ("text", "text"), ("today", "today"))
-        for name, limit in runs[1:] if a.skip_grouped else runs:
-            t0 = time.perf_counter()
-            out = subprocess.run([sys.executable, "-c", CHILD, path, limit], env=env,
-                                 capture_output=True, text=True, check=True)
-            res[name] = json.loads(out.stdout.strip().splitlines()[-1])
-            res[name]["wall"] = time.perf_counter() - t0
+        runs = ("grouped", "text", "today")
+        for name in runs[1:] if a.skip_grouped else runs:
+            res[name] = run_child(CHILD, path, name)
         if len({r["id"] for r in res.values()}) != 1:
             raise SystemExit("the scans gave different identities")
         t = res["today"]
