@@ -230,6 +230,19 @@ def publish_cmd(
             edges = parse_bins(bins, values=None, from_data=False)
             values = histogram_of(iter_column(input, column, "float", **read_opts), edges)
             lower, upper = edges[:-1], edges[1:]
+        elif not bins_from_data:
+            # per person, public bins: the columns are checked batch by batch now (the same
+            # errors, before anything is charged); the bounding and the counting run in DuckDB
+            # from the file once the key is drawn (10^7 records took 2.5 GB read whole)
+            from ..io.read import check_columns_streaming
+
+            if user_column == column:
+                raise ParameterError(f"--user-column and --column must differ, both are "
+                                     f"{column!r}")
+            edges = parse_bins(bins, values=None, from_data=False)
+            check_columns_streaming(input, {column: "float", user_column: "str"}, **read_opts)
+            values = "bounded in DuckDB"
+            lower, upper = edges[:-1], edges[1:]
         else:
             if user_column is None:
                 values = read_values(input, column, **read_opts)
@@ -258,6 +271,18 @@ def publish_cmd(
 
                 rel = publish_binned_records(values[0], edges, epsilon=epsilon, method=method,
                                              rng=rng, records_bound=records_bound, **params)
+            elif isinstance(values, str):  # per person: bounded and counted from the file
+                from ..bounding import bounding_key
+                from ..histograms.api import histogram_of, publish_bounded_records
+                from ..io.read import iter_bounded_values
+
+                key = bounding_key(rng)  # drawn first, as publish_records draws it
+                kept, _ = histogram_of(iter_bounded_values(
+                    input, column, user_column, max_records=max_records, key=key,
+                    **read_opts), edges)
+                rel = publish_bounded_records(kept, edges, epsilon=epsilon,
+                                              max_records=max_records, method=method, rng=rng,
+                                              records_bound=records_bound, **params)
             else:
                 rel = publish_records(values, bins=edges, users=users,
                                       max_records=max_records, epsilon=epsilon, method=method,

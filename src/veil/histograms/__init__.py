@@ -17,7 +17,7 @@ Neighbouring histograms differ by one record (one bin count changes by 1).
 from __future__ import annotations
 
 from .api import (METHODS, choose_method, histogram_of, publish, publish_binned_records,
-                  publish_records)
+                  publish_bounded_records, publish_records)
 from .basic import identity, noise_first
 from .dawa import dawa
 from .hdmm import hdmm, optimize_strategy
@@ -29,7 +29,7 @@ from .tree import boost, hb, qardaji_branching
 
 __all__ = [
     "METHODS", "choose_method", "publish", "publish_records", "publish_binned_records",
-    "histogram_of",
+    "publish_bounded_records", "histogram_of",
     "identity", "noise_first", "structure_first", "optimized_structure_first",
     "boost", "hb", "sort_and_group", "ahp", "dawa", "hdmm", "optimize_strategy", "mwem",
     "voptimal", "voptimal_reference", "sorted_grouping", "qardaji_branching",

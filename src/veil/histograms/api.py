@@ -15,7 +15,8 @@ from ..release import Release
 from ..validation import check_choice, check_positive
 from ._common import as_budget, as_counts
 
-__all__ = ["publish", "publish_records", "publish_binned_records", "histogram_of", "METHODS", "WORKLOAD_AWARE",
+__all__ = ["publish", "publish_records", "publish_binned_records", "publish_bounded_records",
+           "histogram_of", "METHODS", "WORKLOAD_AWARE",
            "choose_method", "AUTO_RULE", "AUTO_TOTAL_FRACTION", "workload_class"]
 
 METHODS = ("identity", "noisefirst", "structurefirst", "optimized-structurefirst", "boost",
@@ -311,8 +312,54 @@ def publish_records(values, *, bins, epsilon, method: str = "auto", rng=None,
     kept = bound_contributions(pa.table({"user": pa.array(u.astype(str)), "value": x}),
                                user="user", max_records=m, rng=g)
     counts, edges = histogram_of(kept.column("value").to_numpy(), bins)
+    return publish_bounded_records(counts, edges, epsilon=b, max_records=m, method=method,
+                                   rng=g, records_bound=records_bound, **params)
+
+
+def publish_bounded_records(counts, edges, *, epsilon, max_records, method: str = "auto",
+                            rng=None, records_bound=None, **params) -> Release:
+    """The release of :func:`publish_records` with ``users`` and ``max_records``, for the
+    records already kept by the per-user bounding and counted into public bins.
+
+    Why private: as :func:`publish_records`: the counts come from at most ``max_records``
+    records per user (the bounding), so the mechanism runs at ``epsilon / max_records`` per
+    record and is ``epsilon``-DP per user by group privacy. The caller must have drawn the
+    bounding's key from ``rng`` first (``veil.bounding.bounding_key(rng)``), as
+    :func:`publish_records` does: the same ``rng`` then gives the same release.
+
+    Parameters
+    ----------
+    counts : array_like of int
+        Kept records per bin.
+    edges : array_like of float
+        The public bin edges (``len(counts) + 1``).
+    epsilon : float or PureDP
+        The budget per user.
+    max_records : int
+        The public bound ``m`` the bounding used.
+    method, rng, records_bound, **params
+        As in :func:`publish`.
+
+    Examples
+    --------
+    >>> from veil.random import make_rng
+    >>> r = publish_bounded_records([2, 1], [0, 30, 60], epsilon=1.0, max_records=2,
+    ...                             method="identity", rng=make_rng(seed=3))
+    >>> r.protects, r.parameters["epsilon_per_record"]
+    ('user', 0.5)
+    """
+    import numpy as np
+
+    from ..validation import check_int
+
+    b = as_budget(epsilon)
+    m = check_int(max_records, "max_records", minimum=1)
+    e = np.asarray(edges, dtype=np.float64)
+    if e.ndim != 1 or e.size != np.size(counts) + 1:
+        raise ParameterError(f"edges must hold len(counts) + 1 = {np.size(counts) + 1} values, "
+                             f"got {e.size}")
     per_record = PureDP(b.epsilon / m)
-    rel = _publish_counts(counts, epsilon=per_record, method=method, rng=g,
+    rel = _publish_counts(counts, epsilon=per_record, method=method, rng=rng,
                           records_bound=records_bound, **params)
     note = (f"user-level: at most {m} records per user (sampled uniformly), mechanism run at "
             f"epsilon/{m} = {per_record.epsilon:g} per record; by group privacy epsilon "
@@ -321,7 +368,7 @@ def publish_records(values, *, bins, epsilon, method: str = "auto", rng=None,
     split = {k: v * m for k, v in rel.budget_split.items()} or {"histogram": b.epsilon}
     return dataclasses.replace(
         rel, budget=b, budget_split=split, protects="user", notes=(*rel.notes, note),
-        parameters={**rel.parameters, "input": "records", "bins": edges.tolist(),
+        parameters={**rel.parameters, "input": "records", "bins": e.tolist(),
                     "max_records": m, "epsilon_per_record": per_record.epsilon})
 
 

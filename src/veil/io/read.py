@@ -651,6 +651,20 @@ def read_table(path: str | os.PathLike, *, columns: Mapping[str, str] | None = N
                          for h in have})
 
 
+@contextlib.contextmanager
+def _duck_errors(scan: _Scan, header: bool):
+    """DuckDB errors of a streamed read as veil's: SIGINT exits 130, a read error names the
+    file (as :func:`read_table`)."""
+    import duckdb
+
+    try:
+        yield
+    except duckdb.InterruptException:
+        raise KeyboardInterrupt from None
+    except duckdb.Error as exc:
+        raise _duck_error(exc, scan.path, scan.fmt, scan.delimiter, header) from None
+
+
 #: kinds :func:`iter_column` reads batch by batch (their checks look at one row at a time)
 _BATCH_KINDS = ("float", "lat", "lon")
 
@@ -675,40 +689,112 @@ def iter_column(path: str | os.PathLike, column: str, kind: str = "float", *,
     >>> [b.tolist() for b in iter_column(f, "v", batch_rows=2)]
     [[1.5, 2.0], [3.0]]
     """
-    import duckdb
-
     if kind not in _BATCH_KINDS:
         raise ParameterError(f"iter_column reads kinds {', '.join(_BATCH_KINDS)}, got {kind!r}")
+    for scan, look, offset, got in _declared_batches(
+            path, {column: kind}, batch_rows, format=format, delimiter=delimiter,
+            header=header, names=names):
+        vals = _check_column(look, scan.src, scan.spath, column,
+                             _internal(scan.index[column]), kind, got, scan.types[column],
+                             offset=offset)
+        yield vals.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+
+
+def _declared_batches(path, columns: Mapping[str, str], batch_rows: int, *, format, delimiter,
+                      header, names):
+    """``(scan, look, offset, batch)`` for each non-empty batch of the declared columns'
+    expressions (:func:`_cast_exprs`), streamed by DuckDB; ``offset`` is the number of data
+    rows before the batch. ``look`` is a second connection to the same database, for the
+    error messages' cell lookups: a query on the streaming connection would end its stream.
+    A file without data rows raises once the stream ends."""
     rows = int(batch_rows)
     if rows < 1:
         raise ParameterError(f"batch_rows must be >= 1, got {batch_rows!r}")
-    kinds = _validate_kinds({column: kind})
+    kinds = _validate_kinds(columns)
     with _declared_scan(path, kinds, format=format, delimiter=delimiter, header=header,
                         names=names, keep_others=False) as scan:
-        col = _internal(scan.index[column])
-        # a second connection to the same database looks up a bad cell's text for the error
-        # message: a query on the streaming connection would end its stream
-        look = scan.con.cursor()
-        try:
+        offset = 0
+        with contextlib.closing(scan.con.cursor()) as look, _duck_errors(scan, header):
             reader = scan.con.sql(f"SELECT {', '.join(scan.exprs)} FROM {scan.src}"
                                   ).to_arrow_reader(rows)
-            offset = 0
             for batch in reader:
                 if batch.num_rows == 0:
                     continue
-                got = pa.Table.from_batches([batch])
-                vals = _check_column(look, scan.src, scan.spath, column, col, kind, got,
-                                     scan.types[column], offset=offset)
+                yield scan, look, offset, pa.Table.from_batches([batch])
                 offset += batch.num_rows
-                yield vals.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
-        except duckdb.InterruptException:
-            raise KeyboardInterrupt from None
-        except duckdb.Error as exc:
-            raise _duck_error(exc, scan.path, scan.fmt, scan.delimiter, header) from None
-        finally:
-            look.close()
         if offset == 0:
             raise DataError("has no data rows (only a header?)", path=scan.spath)
+
+
+def check_columns_streaming(path: str | os.PathLike, columns: Mapping[str, str], *,
+                            batch_rows: int = 1 << 20, format: str | None = None,
+                            delimiter: str | None = None, header: bool = True,
+                            names: list[str] | None = None) -> int:
+    """Check the declared ``columns`` of a file as :func:`read_table` does, batch by batch
+    (memory follows ``batch_rows``), and return the number of data rows.
+
+    The error raised is the one :func:`read_table` raises: of the columns in the order given,
+    the first with a bad cell, naming its first bad row. Kinds ``float``, ``lat``, ``lon``,
+    ``str`` and ``time``.
+    """
+    kinds = _validate_kinds(columns)
+    bad_kinds = [k for k in kinds.values() if k not in (*_BATCH_KINDS, "str", "time")]
+    if bad_kinds:
+        raise ParameterError(f"check_columns_streaming does not check kinds {bad_kinds}")
+    first: dict[str, DataError] = {}
+    rows = 0
+    batches = _declared_batches(path, kinds, batch_rows, format=format, delimiter=delimiter,
+                                header=header, names=names)
+    with contextlib.closing(batches):
+        for scan, look, offset, got in batches:
+            for name, kind in kinds.items():
+                if name not in first:
+                    try:
+                        _check_column(look, scan.src, scan.spath, name,
+                                      _internal(scan.index[name]), kind, got,
+                                      scan.types[name], offset=offset)
+                    except DataError as exc:
+                        first[name] = exc
+            rows = offset + got.num_rows
+            if len(first) == len(kinds):
+                break
+    for name in kinds:
+        if name in first:
+            raise first[name]
+    return rows
+
+
+def iter_bounded_values(path: str | os.PathLike, column: str, user: str, *, max_records: int,
+                        key: int, batch_rows: int = 1 << 20, format: str | None = None,
+                        delimiter: str | None = None, header: bool = True,
+                        names: list[str] | None = None) -> Iterator[np.ndarray]:
+    """The values of ``column`` kept by per-user contribution bounding, batch by batch.
+
+    The same rows as :func:`veil.bounding.bound_contributions` keeps from the table
+    ``{"user": <user as text>, "value": <column as float>}`` read whole, for the same ``key``
+    (the same keyed hash of the same texts), selected by DuckDB straight from the file: memory
+    follows DuckDB's limit and the batches, not the file. The columns must already have
+    passed :func:`check_columns_streaming`. Order of the values: unspecified.
+    """
+    from ..bounding import bounded_sql
+
+    if user == column:
+        raise ParameterError(f"user and value columns must differ, both are {column!r}")
+    kinds = _validate_kinds({column: "float", user: "str"})
+    with _declared_scan(path, kinds, format=format, delimiter=delimiter, header=header,
+                        names=names, keep_others=False) as scan:
+        v = _ident("__f__" + _internal(scan.index[column]))
+        u = _ident("__s__" + _internal(scan.index[user]))
+        rows = (f"(SELECT {u} AS \"user\", {v} AS \"value\" FROM "
+                f"(SELECT {', '.join(scan.exprs)} FROM {scan.src}))")
+        kept = bounded_sql(rows, user="user", columns=["user", "value"],
+                           max_records=max_records, key=key)
+        with _duck_errors(scan, header):
+            reader = scan.con.sql(f"SELECT \"value\" FROM ({kept})").to_arrow_reader(
+                int(batch_rows))
+            for batch in reader:
+                yield batch.column(0).to_numpy(zero_copy_only=False).astype(np.float64,
+                                                                          copy=False)
 
 
 def column_names(path: str | os.PathLike, *, format: str | None = None,
