@@ -202,7 +202,10 @@ def publish_cmd(
         raise ParameterError("--user-column and --max-records go together: a per-person "
                              "histogram needs the user of each record and a public bound on "
                              "records per user")
-    users = None
+    # what was read: one of per-bin counts (--counts), records counted into the public bins
+    # in batches (binned), records kept whole (values, users: --bins-from-data), or nothing
+    # yet (per person with public bins: bounded and counted from the file after the charge)
+    hist = binned = values = users = None
     read_opts = input_options(input, input_format, delimiter)
     from .common import stages
 
@@ -228,7 +231,7 @@ def publish_cmd(
             from ..io import iter_column
 
             edges = parse_bins(bins, values=None, from_data=False)
-            values = histogram_of(iter_column(input, column, "float", **read_opts), edges)
+            binned, _ = histogram_of(iter_column(input, column, "float", **read_opts), edges)
             lower, upper = edges[:-1], edges[1:]
         elif not bins_from_data:
             # per person, public bins: the columns are checked batch by batch now (the same
@@ -241,7 +244,6 @@ def publish_cmd(
                                      f"{column!r}")
             edges = parse_bins(bins, values=None, from_data=False)
             check_columns_streaming(input, {column: "float", user_column: "str"}, **read_opts)
-            values = "bounded in DuckDB"
             lower, upper = edges[:-1], edges[1:]
         else:
             if user_column is None:
@@ -266,12 +268,12 @@ def publish_cmd(
                           records_bound=records_bound, **params)
             n_bins = int(hist.size)
         else:
-            if isinstance(values, tuple):  # counted batch by batch above
+            if binned is not None:  # counted batch by batch above
                 from ..histograms.api import publish_binned_records
 
-                rel = publish_binned_records(values[0], edges, epsilon=epsilon, method=method,
+                rel = publish_binned_records(binned, edges, epsilon=epsilon, method=method,
                                              rng=rng, records_bound=records_bound, **params)
-            elif isinstance(values, str):  # per person: bounded and counted from the file
+            elif values is None:  # per person: bounded and counted from the file
                 from ..bounding import bounding_key
                 from ..histograms.api import histogram_of, publish_bounded_records
                 from ..io.read import iter_bounded_values

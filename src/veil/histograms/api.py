@@ -348,16 +348,11 @@ def publish_bounded_records(counts, edges, *, epsilon, max_records, method: str 
     >>> r.protects, r.parameters["epsilon_per_record"]
     ('user', 0.5)
     """
-    import numpy as np
-
     from ..validation import check_int
 
     b = as_budget(epsilon)
     m = check_int(max_records, "max_records", minimum=1)
-    e = np.asarray(edges, dtype=np.float64)
-    if e.ndim != 1 or e.size != np.size(counts) + 1:
-        raise ParameterError(f"edges must hold len(counts) + 1 = {np.size(counts) + 1} values, "
-                             f"got {e.size}")
+    e = _edges_of(counts, edges)
     per_record = PureDP(b.epsilon / m)
     rel = _publish_counts(counts, epsilon=per_record, method=method, rng=rng,
                           records_bound=records_bound, **params)
@@ -370,6 +365,15 @@ def publish_bounded_records(counts, edges, *, epsilon, max_records, method: str 
         rel, budget=b, budget_split=split, protects="user", notes=(*rel.notes, note),
         parameters={**rel.parameters, "input": "records", "bins": e.tolist(),
                     "max_records": m, "epsilon_per_record": per_record.epsilon})
+
+
+def _edges_of(counts, edges):
+    """``edges`` as float64, checked to bound ``len(counts)`` bins."""
+    e = np.asarray(edges, dtype=np.float64)
+    if e.ndim != 1 or e.size != np.size(counts) + 1:
+        raise ParameterError(f"edges must hold len(counts) + 1 = {np.size(counts) + 1} values, "
+                             f"got {e.size}")
+    return e
 
 
 def publish_binned_records(counts, edges, *, epsilon, method: str = "auto", rng=None,
@@ -398,13 +402,8 @@ def publish_binned_records(counts, edges, *, epsilon, method: str = "auto", rng=
     >>> r.protects, r.parameters["bins"]
     ('record', [0.0, 2.0, 4.0, 10.0])
     """
-    import numpy as np
-
     b = as_budget(epsilon)
-    e = np.asarray(edges, dtype=np.float64)
-    if e.ndim != 1 or e.size != np.size(counts) + 1:
-        raise ParameterError(f"edges must hold len(counts) + 1 = {np.size(counts) + 1} values, "
-                             f"got {e.size}")
+    e = _edges_of(counts, edges)
     rel = _publish_counts(counts, epsilon=b, method=method, rng=rng,
                           records_bound=records_bound, **params)
     return dataclasses.replace(rel, parameters={**rel.parameters, "input": "records",
