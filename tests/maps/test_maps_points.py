@@ -303,6 +303,69 @@ def test_dask_equals_local_with_the_same_salt(tmp_path, dask_cluster):
         assert dist.private["partitions"] > 1
 
 
+def _received_by_client(monkeypatch):
+    """Patch the Dask client so every value it receives from the workers is recorded."""
+    import distributed
+
+    got = []
+    gather, result = distributed.Client.gather, distributed.Future.result
+
+    def rec_gather(self, futures, *a, **k):
+        out = gather(self, futures, *a, **k)
+        got.append(out)
+        return out
+
+    def rec_result(self, *a, **k):
+        out = result(self, *a, **k)
+        got.append(out)
+        return out
+
+    monkeypatch.setattr(distributed.Client, "gather", rec_gather)
+    monkeypatch.setattr(distributed.Future, "result", rec_result)
+    return got
+
+
+def _per_user_items(obj) -> int:
+    """How many per-user items ``obj`` holds: Arrow rows, dict entries, and list or tuple
+    entries that name a user (a string); numpy grids count 0."""
+    import pyarrow as pa
+
+    if isinstance(obj, (pa.Table, pa.RecordBatch)):
+        return obj.num_rows
+    if isinstance(obj, dict):
+        return len(obj) + sum(_per_user_items(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        named = sum(1 for v in obj if isinstance(v, str))
+        return named + sum(_per_user_items(v) for v in obj if not isinstance(v, str))
+    return 0
+
+
+def test_dask_client_holds_no_per_user_data(tmp_path, dask_cluster, monkeypatch):
+    """Per-person bounding on Dask shuffles by user on the workers: with 3005 users over the
+    bound (5 of them tied: a third of their points are one duplicated point), the client
+    receives grids and totals only; never a user's keys, threshold or tied points. (The
+    client used to merge every partition's key lists, a table of all users per partition,
+    and to hold a row per user over the bound.)"""
+    from veil.maps.dask import grid_counts_dask
+
+    f = _many_users_file(tmp_path)
+    df = pd.read_parquet(f).sample(frac=1.0, random_state=1)  # users span the partitions
+    f2 = tmp_path / "shuffled.parquet"
+    df.to_parquet(f2, row_group_size=2000)
+    local = grid_counts(f2, GRID, user="user", max_points=3, rng=make_rng(seed=9))
+    got = _received_by_client(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dist = grid_counts_dask(f2, GRID, user="user", max_points=3, rng=make_rng(seed=9),
+                                scheduler=dask_cluster[0], security=dask_cluster[1])
+    assert np.array_equal(local.counts, dist.counts)
+    assert dist.private["users_over_bound"] == local.private["users_over_bound"] == 3005
+    assert (dist.private["points_removed_by_bound"]
+            == local.private["points_removed_by_bound"] == 3000 * 2 + 5 * 1497)
+    assert dist.private["partitions"] > 1 and got
+    assert sum(_per_user_items(o) for o in got) == 0
+
+
 @pytest.mark.slow  # starts its own Dask cluster (about 10 s); the library path is tested above
 def test_cli_dask_engine_equals_local(tmp_path, repeat_releases):
     """`veil map publish --engine dask` (its own local TLS cluster) equals the local engine.
@@ -357,7 +420,8 @@ def _many_users_file(tmp_path):
 
 def test_threshold_plans_agree_with_brute_force():
     """The top-m and the window plans of the threshold table give the same rows as a direct
-    count: the m-th smallest key, how many tied at it are kept, the user's count."""
+    count: the m-th smallest key, how many tied at it are kept, whether more than those share
+    it (the (m+1)-th key equals it), the user's count."""
     import duckdb
 
     from veil.maps.points import threshold_sql
@@ -378,11 +442,117 @@ def test_threshold_plans_agree_with_brute_force():
             ks = sorted(k for uu, k in rows if uu == u)
             if len(ks) > m:
                 t = ks[m - 1]
-                want[u] = (t, m - sum(k < t for k in ks), len(ks))
+                want[u] = (t, m - sum(k < t for k in ks), ks[m] == t, len(ks))
+        assert m == 11 or {w[2] for w in want.values()} == {True, False}, m  # both cases
         for window in (False, True):
-            got = {u: (int(kt), int(need), int(n)) for u, kt, need, n in
+            got = {u: (int(kt), int(need), bool(tied), int(n)) for u, kt, need, tied, n in
                    con.sql(threshold_sql(view, m, window=window)).fetchall()}
             assert got == want, (m, window)
+
+
+def test_bounded_counts_equal_brute_force_with_duplicate_points(tmp_path):
+    """Per-person bounding against a direct computation: each user's m points of smallest key
+    (the keys from the same SQL view and salt), on users with many duplicate points, so that
+    thresholds are tied (more copies of the threshold point than are kept) and untied."""
+    import duckdb
+
+    from veil.maps.points import _points_view
+
+    g = np.random.default_rng(5)
+    rows = []
+    for u in range(60):
+        pool = np.column_stack([g.uniform(-0.05, 1.05, 4), g.uniform(-0.05, 2.05, 4)])
+        for i in g.integers(0, 4, size=int(g.integers(1, 30))):
+            rows.append((f"user {u}", *pool[i]))
+    df = pd.DataFrame(rows, columns=["user", "lat", "lon"])
+    f = tmp_path / "dups.parquet"
+    df.to_parquet(f)
+    con = duckdb.connect()
+    con.register("pts", df)
+    tied_users = set()
+    for m in (1, 2, 5, 13):
+        pc = grid_counts(f, GRID, user="user", max_points=m, rng=make_rng(seed=m))
+        salt = int(make_rng(seed=m).integers(0, 2**62))
+        view = _points_view(GRID, src="pts", lat="lat", lon="lon", user="user", time=None,
+                            start=None, end=None, salt=salt)
+        pts = con.sql(f"SELECT __u, __k, __cell FROM ({view}) WHERE __inside").fetchall()
+        want = np.zeros(GRID.n_cells, dtype=np.int64)
+        by_user: dict = {}
+        for u, k, cell in pts:
+            by_user.setdefault(u, []).append((k, cell))
+        for u, lst in by_user.items():
+            lst.sort()
+            for _, cell in lst[:m]:
+                want[cell] += 1
+            if len(lst) > m and lst[m][0] == lst[m - 1][0]:
+                tied_users.add((m, u))
+        assert np.array_equal(pc.counts.ravel(), want), m
+    assert len(tied_users) > 20  # the tied case is exercised
+
+
+def test_only_tied_users_reach_the_tie_allocation(tmp_path, monkeypatch):
+    """Local path: of 3005 users over the bound only the 5 whose threshold point is duplicated
+    beyond the bound (50 copies of one point each) come out as tie rows (the counting pass used to return a tie row for
+    every user over the bound, and the thresholds of all of them were fetched into a Python
+    dict: users-sized Python objects, 1.7 GB at 2 x 10^6 users)."""
+    import veil.maps.points as points
+
+    seen = []
+    collect = points.collect_counts
+
+    def spy(table, n_cells):
+        out = collect(table, n_cells)
+        seen.append(out[1])
+        return out
+
+    monkeypatch.setattr(points, "collect_counts", spy)
+    g = np.random.default_rng(0)
+    light = pd.DataFrame({"user": np.repeat(np.arange(3000), 5).astype(str),
+                          "lat": g.random(15000), "lon": 2 * g.random(15000)})
+    heavy = pd.DataFrame({"user": np.repeat([f"h{i}" for i in range(5)], 50),
+                          "lat": np.repeat(g.random(5), 50), "lon": np.repeat(g.random(5), 50)})
+    f = tmp_path / "ties.parquet"
+    pd.concat([light, heavy], ignore_index=True).to_parquet(f)
+    pc = grid_counts(f, GRID, user="user", max_points=3, rng=make_rng(seed=9))
+    assert pc.private["users_over_bound"] == 3005
+    assert pc.counts.sum() == 3005 * 3
+    ties = seen[0]
+    assert (ties.num_rows if hasattr(ties, "num_rows") else len(ties)) == 5  # a list before
+    assert sorted(ties.column("tie_user").to_pylist()) == [f"h{i}" for i in range(5)]
+    assert ties.column("n").to_pylist() == [50] * 5
+
+
+def test_tie_allocation_gives_each_user_need_points_lowest_cell_first():
+    """``tie_counts`` (in DuckDB) against the greedy allocation written out in Python, on tie
+    rows spread over cells (as a 64-bit key collision would spread them) and partitions."""
+    import duckdb
+    import pyarrow as pa
+
+    from veil.maps.points import tie_counts
+
+    g = np.random.default_rng(2)
+    cells, users, ns, needs = [], [], [], []
+    need_of = {}
+    for u in range(40):
+        need_of[u] = int(g.integers(1, 6))
+        for _ in range(int(g.integers(1, 6))):
+            cells.append(int(g.integers(0, 16)))
+            users.append(f"u'{u}")
+            ns.append(int(g.integers(1, 4)))
+            needs.append(need_of[u])
+    want = np.zeros(16, dtype=np.int64)
+    for u in range(40):
+        left = need_of[u]
+        for cell, n in sorted((c, n) for c, uu, n in zip(cells, users, ns) if uu == f"u'{u}"):
+            take = min(n, left)
+            want[cell] += take
+            left -= take
+    con = duckdb.connect()
+    con.register("t", pa.table({"cell": cells, "tie_user": users, "n": ns, "need": needs}))
+    got = tie_counts(con, "SELECT * FROM t", 16)
+    assert np.array_equal(got, want)
+    assert got.sum() == sum(min(need_of[u], sum(n for uu, n in zip(users, ns) if uu == f"u'{u}"))
+                            for u in range(40))
 
 
 def test_many_users_with_a_large_bound_fall_back_to_the_window_plan(tmp_path):
@@ -399,17 +569,51 @@ def test_many_users_with_a_large_bound_fall_back_to_the_window_plan(tmp_path):
     assert runs["16MB"].private["points_removed_by_bound"] == 5 * 500
 
 
-def test_dask_partition_thresholds_fall_back_too(tmp_path):
-    from veil.maps.dask import _part_thresholds
+def test_dask_partition_thresholds_fall_back_too(tmp_path, monkeypatch):
+    """Pass 1 of the Dask path: the list plan and the window plan give the same table, and a
+    list plan that runs out of DuckDB's memory falls back to the window plan."""
+    import contextlib
+
+    import duckdb
+
+    import veil.maps.dask as vd
 
     f = _many_users_file(tmp_path)
     spec = {"path": str(f), "grid": GRID.to_dict(), "lat": "lat", "lon": "lon", "user": "user",
-            "time": None, "start": None, "end": None, "salt": 77, "m": 1000}
-    out = {}
-    for ml in ("1GB", "16MB"):
-        t = _part_thresholds({**spec, "memory_limit": ml}, 0, 22500).to_pylist()
-        out[ml] = sorted((r["__u"], sorted(r["__ks"]), r["__n"]) for r in t)
-    assert out["1GB"] == out["16MB"] and len(out["1GB"]) == 3005
+            "time": None, "start": None, "end": None, "salt": 77, "m": 1000,
+            "memory_limit": "1GB", "buckets": 3}
+
+    def rows(t):
+        return sorted((r["__u"], sorted(r["__ks"]), r["__n"], r["__b"]) for r in t.to_pylist())
+
+    out = {plan: rows(vd._part_thresholds(spec, 0, 22500, plan)) for plan in ("list", "window")}
+    assert out["list"] == out["window"] and len(out["list"]) == 3005
+    assert {len(r[1]) for r in out["list"]} == {5, 1001}  # the m + 1 smallest keys
+    assert {r[3] for r in out["list"]} == {0, 1, 2}
+
+    class NoListMemory:
+        def __init__(self, con):
+            self.con = con
+
+        def sql(self, q):
+            if "list_slice(" in q:
+                raise duckdb.OutOfMemoryException("out of memory (test)")
+            return self.con.sql(q)
+
+        def __getattr__(self, name):
+            return getattr(self.con, name)
+
+    con = vd._con
+
+    @contextlib.contextmanager
+    def starved(spec):
+        with con(spec) as c:
+            yield NoListMemory(c)
+
+    monkeypatch.setattr(vd, "_con", starved)
+    assert rows(vd._part_thresholds(spec, 0, 22500)) == out["list"]
+    with pytest.raises(duckdb.OutOfMemoryException):
+        vd._part_thresholds(spec, 0, 22500, "list")
 
 
 def test_out_of_memory_is_not_reported_as_a_corrupt_file(tmp_path):

@@ -11,10 +11,12 @@ must bound how many points a person adds: each user keeps at most ``max_points``
 grid by at most ``max_points`` in L1 norm -- the sensitivity the mechanisms are calibrated to.
 The sampling runs inside DuckDB in two streaming passes: (1) every point gets a key
 ``hash(salt, user, lat, lon, time)`` with a secret random 64-bit ``salt``, and a ``GROUP BY
-user`` keeps, for users with more than ``max_points`` points, the ``max_points`` smallest keys
-(``min(key, m)``: memory ``users x m`` keys at most, never the points); (2) the counting pass
-keeps a user's points whose key is below their threshold, and the points tied at the threshold
-(identical points share a key) are allocated exactly so that no user exceeds ``max_points``.
+user`` keeps, for users with more than ``max_points`` points, the ``max_points + 1`` smallest
+keys (``min(key, m + 1)``: memory ``users x (m + 1)`` keys at most, never the points) and from
+them one row of scalars per user (the threshold key, how many points at it are kept, whether
+more share it); (2) the counting pass keeps a user's points whose key is below their
+threshold, and the points tied at the threshold (identical points share a key) are allocated
+exactly, in DuckDB, so that no user exceeds ``max_points``.
 A user's kept points depend only on the salt and that user's own points, so the bounded data
 of neighbouring inputs differ in one user's points only (the coupling the privacy argument
 needs); with a random salt every subset of ``max_points`` distinct points is equally likely up
@@ -188,39 +190,47 @@ def _points_view(grid: MapGrid, *, src: str, lat: str, lon: str, user: str | Non
 
 
 def threshold_columns(ks: str, m: int) -> str:
-    """From ``ks``, a user's ``m`` smallest keys: ``__kt``, the largest kept key, and
-    ``__need``, how many of the points whose key equals ``__kt`` are kept (``m`` minus the
-    keys below it; duplicate points share a key). Scalars: the key lists are not kept."""
-    return (f"list_sort({ks})[-1] AS __kt, "
-            f"{int(m) + 1} - list_position(list_sort({ks}), list_sort({ks})[-1]) AS __need")
+    """From ``ks``, a user's ``m + 1`` smallest keys (the user has more than ``m`` points):
+    ``__kt``, the largest kept key (the m-th smallest); ``__need``, how many of the points
+    whose key equals ``__kt`` are kept (``m`` minus the keys below it; duplicate points share a
+    key); ``__tied``, whether more points share ``__kt`` than are kept (the (m+1)-th key equals
+    it). Only a tied user's points at ``__kt`` need an allocation; for every other user the
+    points with a key up to ``__kt`` are exactly ``m``. Scalars: the key lists are not kept."""
+    srt = f"list_sort({ks})"
+    return (f"{srt}[{int(m)}] AS __kt, "
+            f"{int(m) + 1} - list_position({srt}, {srt}[{int(m)}]) AS __need, "
+            f"{srt}[{int(m) + 1}] = {srt}[{int(m)}] AS __tied")
 
 
 def threshold_sql(view: str, m: int, *, window: bool = False) -> str:
     """Per user with more than ``m`` usable points: the threshold key, the number of points
-    kept at it, and the user's count of usable points (one row of scalars per user).
+    kept at it, whether more points share it, and the user's count of usable points (one row
+    of scalars per user; :func:`threshold_columns`).
 
-    Two plans give the same rows. The default keeps the ``m`` smallest keys of every user in
-    a top-``m`` aggregate: fast, but DuckDB reserves ``m`` slots per user in memory, so many
-    users with a large ``m`` exceed the memory limit. ``window=True`` ranks each user's keys
-    with a window (a sort that DuckDB spills to disk): slower on small bounds (13.5 s
+    Two plans give the same rows. The default keeps the ``m + 1`` smallest keys of every user
+    in a top-k aggregate: fast, but DuckDB reserves ``m + 1`` slots per user in memory, so
+    many users with a large ``m`` exceed the memory limit. ``window=True`` ranks each user's
+    keys with a window (a sort that DuckDB spills to disk): slower on small bounds (13.5 s
     against 7.7 s for 10^8 points, m = 50), but its memory does not grow with users x m.
     """
     usable = f"SELECT __u, __k FROM ({view}) WHERE NOT __bad AND __inside AND __inwin"
     if window:
-        return (f"SELECT __u, __k AS __kt, {int(m) + 1} - __rk AS __need, __n FROM "
+        return (f"SELECT __u, __k AS __kt, {int(m) + 1} - __rk AS __need, "
+                f"__next = __k AS __tied, __n FROM "
                 f"(SELECT __u, __k, row_number() OVER __w AS __rn, rank() OVER __w AS __rk, "
+                f"lead(__k) OVER __w AS __next, "
                 f"count(*) OVER (PARTITION BY __u) AS __n FROM ({usable}) "
                 f"WINDOW __w AS (PARTITION BY __u ORDER BY __k)) "
                 f"WHERE __rn = {int(m)} AND __n > {int(m)}")
     return (f"SELECT __u, {threshold_columns('__ks', m)}, __n FROM (SELECT __u, "
-            f"min(__k, {m}) AS __ks, count(*) AS __n FROM ({usable}) "
-            f"GROUP BY __u HAVING count(*) > {m})")
+            f"min(__k, {int(m) + 1}) AS __ks, count(*) AS __n FROM ({usable}) "
+            f"GROUP BY __u HAVING count(*) > {int(m)})")
 
 
 def create_thresholds(con, view: str, m: int) -> str:
     """Create the temp table ``__thr`` of :func:`threshold_sql`; returns the plan used.
 
-    The top-``m`` aggregate first; if DuckDB runs out of memory on it (many users, large
+    The top-k aggregate first; if DuckDB runs out of memory on it (many users, large
     ``m``), the window plan, which spills. Both give the same table.
     """
     import duckdb
@@ -238,28 +248,33 @@ def count_sql(view: str, *, bounded: bool) -> str:
     """Counts per cell (bad rows -> cell -2, outside -> -1); tie rows grouped per user too.
 
     With ``bounded``, a table ``__thr`` holds each user over the bound with ``__kt``, the
-    largest of their ``m`` smallest keys: one scalar per user, so the join costs the same for
-    any ``m`` (comparing every point with a list of ``m`` keys made ``--max-points 5000`` over
-    100x slower than 50).
+    largest of their ``m`` smallest keys, and ``__tied``: one row of scalars per user, so the
+    join costs the same for any ``m`` (comparing every point with a list of ``m`` keys made
+    ``--max-points 5000`` over 100x slower than 50). Only the points at the threshold of a
+    *tied* user (duplicate points straddling the bound) come out as tie rows, with their user.
     """
     if not bounded:
         return (f"SELECT CASE WHEN __bad THEN -2 WHEN __inside AND __inwin THEN __cell ELSE -1 "
                 f"END AS cell, CAST(NULL AS VARCHAR) AS tie_user, count(*) AS n "
                 f"FROM ({view}) GROUP BY ALL")
     return (f"SELECT CASE WHEN __bad THEN -2 WHEN __inside AND __inwin THEN __cell ELSE -1 "
-            f"END AS cell, CASE WHEN __k = thr.__kt AND NOT __bad AND __inside "
+            f"END AS cell, CASE WHEN thr.__tied AND __k = thr.__kt AND NOT __bad AND __inside "
             f"AND __inwin THEN v.__u END AS tie_user, count(*) AS n "
-            f"FROM ({view}) v LEFT JOIN (SELECT __u, __kt FROM __thr) thr ON v.__u = thr.__u "
+            f"FROM ({view}) v LEFT JOIN (SELECT __u, __kt, __tied FROM __thr) thr "
+            f"ON v.__u = thr.__u "
             f"WHERE v.__bad OR NOT (v.__inside AND v.__inwin) OR thr.__kt IS NULL "
             f"OR v.__k <= thr.__kt GROUP BY ALL")
 
 
-def collect_counts(table, n_cells: int) -> tuple[np.ndarray, list, int, int]:
-    """Turn the rows of :func:`count_sql` (an Arrow table) into ``(counts, ties, bad, outside)``.
+def collect_counts(table, n_cells: int):
+    """Turn the rows of :func:`count_sql` (an Arrow table) into ``(counts, ties, bad,
+    outside)``; ``ties`` is the Arrow table ``cell, tie_user, n`` of the tie rows.
 
     Vectorized: one ``bincount`` over the cells (the table has at most one row per cell, plus
-    the few rows of points tied at a person's threshold), so no Python loop over cells.
+    the rows of points tied at a person's threshold), so no Python loop over cells or users.
     """
+    import pyarrow.compute as pc
+
     cell = np.asarray(table.column("cell").to_numpy(zero_copy_only=False), dtype=np.int64)
     n = np.asarray(table.column("n").to_numpy(zero_copy_only=False), dtype=np.int64)
     tie_col = table.column("tie_user")
@@ -268,29 +283,24 @@ def collect_counts(table, n_cells: int) -> tuple[np.ndarray, list, int, int]:
     outside = int(n[cell == -1].sum())
     ok = (cell >= 0) & ~tie
     counts = np.bincount(cell[ok], weights=n[ok], minlength=n_cells).astype(np.int64)
-    ties = []
-    if tie.any():
-        users = tie_col.to_pylist()
-        ties = [(int(cell[i]), users[i], int(n[i])) for i in np.flatnonzero(tie)]
+    ties = table.filter(pc.is_valid(tie_col)).select(["cell", "tie_user", "n"])
     return counts, ties, bad, outside
 
 
-def _allocate_ties(ties: list[tuple[int, str, int]], need: dict[str, int], n_cells: int
-                   ) -> np.ndarray:
-    """Give each user's tied points ``need[user]`` places in total, lowest cell first."""
-    add = np.zeros(n_cells, dtype=np.int64)
-    per_user: dict[str, list[tuple[int, int]]] = {}
-    for cell, u, n in ties:
-        per_user.setdefault(u, []).append((int(cell), int(n)))
-    for u, lst in per_user.items():
-        left = int(need[u])
-        for cell, n in sorted(lst):
-            take = min(n, left)
-            add[cell] += take
-            left -= take
-            if left == 0:
-                break
-    return add
+def tie_counts(con, ties: str, n_cells: int) -> np.ndarray:
+    """The kept points of the tie rows ``ties`` (a relation ``cell, tie_user, n, need``), per
+    cell: each tied user keeps ``need`` of them in total, lowest cell first (all of a user's
+    tied points are copies of one point, so in one cell, unless their 64-bit keys collide).
+    In DuckDB: nothing per user reaches Python."""
+    rows = con.sql(
+        f"SELECT cell, CAST(sum(greatest(0, least(n, need - (cum - n)))) AS BIGINT) AS n FROM "
+        f"(SELECT cell, n, need, sum(n) OVER (PARTITION BY tie_user ORDER BY cell ROWS "
+        f"BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cum FROM "
+        f"(SELECT cell, tie_user, sum(n) AS n, any_value(need) AS need FROM ({ties}) "
+        f"GROUP BY cell, tie_user)) GROUP BY cell").to_arrow_table()
+    cell = np.asarray(rows.column("cell").to_numpy(zero_copy_only=False), dtype=np.int64)
+    n = np.asarray(rows.column("n").to_numpy(zero_copy_only=False), dtype=np.int64)
+    return np.bincount(cell, weights=n, minlength=n_cells).astype(np.int64)
 
 
 def _first_bad_row(con, view: str, src_desc: str, lat: str, lon: str, user, time) -> DataError:
@@ -421,10 +431,8 @@ def _grid_counts(path, grid, *, lat, lon, user, time, protects, m, start, end, f
                             user=inner["user"] if protects == "user" else None,
                             time=inner["time"], start=start, end=end, salt=salt)
         try:
-            need: dict[str, int] = {}
             if m is not None:
                 plan = create_thresholds(con, view, m)
-                need = dict(con.sql("SELECT __u, __need FROM __thr").fetchall())
             table = con.sql(count_sql(view, bounded=m is not None)).to_arrow_table()
         except duckdb.Error as exc:
             if source_sql is not None:
@@ -438,8 +446,10 @@ def _grid_counts(path, grid, *, lat, lon, user, time, protects, m, start, end, f
                                  user if protects == "user" else None, time)
         if table.num_rows == 0:
             raise DataError("has no data rows (only a header?)", path=desc)
-        if ties:
-            counts += _allocate_ties(ties, need, grid.n_cells)
+        if ties.num_rows:
+            con.register("__ties", ties)
+            counts += tie_counts(con, "SELECT t.*, h.__need AS need FROM __ties t "
+                                 "JOIN __thr h ON t.tie_user = h.__u", grid.n_cells)
         total_in = int(counts.sum())
         private = {"points_outside_box_or_window": int(outside), "points_counted": total_in}
         if m is not None:
