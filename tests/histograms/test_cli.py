@@ -307,6 +307,44 @@ def test_per_person_records_are_bounded_in_duckdb_and_equal_the_library(tmp_path
     assert meta["parameters"]["epsilon_per_record"] == lib.parameters["epsilon_per_record"]
 
 
+@pytest.mark.parametrize("per_person", [False, True])
+def test_bins_from_data_are_streamed_and_equal_the_library(tmp_path, monkeypatch, per_person):
+    """``--bins-from-data`` (opt-in, not private) took the range from the column read whole:
+    the range now comes from a streamed pass (its minimum and maximum), and the counting from
+    the batched paths, so the whole-column reader is never called; the table and sidecar are
+    those of ``publish_records`` on the whole column with the range of the data."""
+    import veil.io.read as reader
+    from veil.histograms import publish_records
+    from veil.io import read_columns, write_table
+    from veil.random import make_rng
+
+    g = np.random.default_rng(6)
+    n = 5000
+    f = tmp_path / "v.parquet"
+    write_table({"user": [f"u'{i}" for i in g.integers(0, 80, n)],
+                 "v": np.round(g.normal(40, 12, n), 3)}, f)
+    cols = read_columns(f, columns={"v": "float", "user": "str"})
+    whole = []
+    original = reader.read_table
+    monkeypatch.setattr(reader, "read_table",
+                        lambda *a, **k: whole.append(a) or original(*a, **k))
+    out = tmp_path / "p.csv"
+    extra = ["--user-column", "user", "--max-records", "6"] if per_person else []
+    with pytest.warns(PrivacyWarning, match="NOT differentially private"):
+        run_ok(["histogram", "publish", str(f), "-c", "v", "--bins", "16", "--bins-from-data",
+                "-e", "1", "-m", "hb", "--seed", "8", "-o", str(out), *extra])
+    assert not whole
+    edges = np.linspace(cols["v"].min(), cols["v"].max(), 17)
+    lib = publish_records(cols["v"], bins=edges, epsilon=1.0, method="hb", rng=make_rng(seed=8),
+                          **(dict(users=cols["user"], max_records=6) if per_person else {}))
+    table = pd.read_csv(out)
+    np.testing.assert_array_equal(table["count"].to_numpy(), np.asarray(lib.value, dtype=float))
+    np.testing.assert_allclose(table["lower"].to_numpy(), edges[:-1], rtol=0, atol=0)
+    meta = json.loads((tmp_path / "p.csv.meta.json").read_text())
+    assert meta["budget_split"] == lib.budget_split
+    assert meta["parameters"]["input"]["bins_from_data"] is True
+
+
 def test_per_person_bad_cells_give_the_former_errors(tmp_path, capsys):
     """The streamed checks report what reading the columns whole reported: of the value
     column and then the user column, the first bad row."""

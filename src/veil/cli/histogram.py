@@ -50,25 +50,20 @@ def mechanism_options(method: str, given: dict) -> dict:
 
 # ----------------------------------------------------------------------------- input
 
-def read_values(path: Path, column: str, **options) -> np.ndarray:
-    """One value per record (finite numbers; a missing or non-numeric value is an error).
+def column_range(path: Path, column: str, **options) -> np.ndarray:
+    """``[min, max]`` of a numeric column (empty if it has no rows), from one streamed pass:
+    the range ``--bins-from-data`` takes, with the column's values checked as when read whole
+    (a missing or non-numeric value is an error naming its row).
 
-    ``options``: ``format`` and ``delimiter`` of :func:`veil.io.read_columns`."""
-    from ..io import read_columns
+    ``options``: ``format`` and ``delimiter`` of :func:`veil.io.iter_column`."""
+    from ..io import iter_column
 
-    return np.asarray(read_columns(path, columns={column: "float"}, **options)[column],
-                      dtype=np.float64)
-
-
-def read_values_users(path: Path, column: str, user: str,
-                      **options) -> tuple[np.ndarray, np.ndarray]:
-    """One value per record and its user (text); both columns checked, no missing cell."""
-    from ..io import read_columns
-
-    if user == column:
-        raise ParameterError(f"--user-column and --column must differ, both are {column!r}")
-    cols = read_columns(path, columns={column: "float", user: "str"}, **options)
-    return np.asarray(cols[column], dtype=np.float64), cols[user]
+    lo = hi = None
+    for batch in iter_column(path, column, "float", **options):
+        if batch.size:
+            lo = batch.min() if lo is None else min(lo, batch.min())
+            hi = batch.max() if hi is None else max(hi, batch.max())
+    return np.array([] if lo is None else [lo, hi], dtype=np.float64)
 
 
 #: most bins one histogram may have: the output has one row per bin (a typo such as
@@ -180,7 +175,7 @@ def publish_cmd(
     ledger: Optional[Path] = LEDGER,
 ) -> None:
     """Publish an epsilon-DP histogram of a column, with a JSON sidecar describing the release."""
-    from ..histograms import publish, publish_records
+    from ..histograms import publish
     from ..histograms.api import METHODS
     from ..random import make_rng
     from ..validation import check_choice, check_counts, check_epsilon
@@ -202,10 +197,10 @@ def publish_cmd(
         raise ParameterError("--user-column and --max-records go together: a per-person "
                              "histogram needs the user of each record and a public bound on "
                              "records per user")
-    # what was read: one of per-bin counts (--counts), records counted into the public bins
-    # in batches (binned), records kept whole (values, users: --bins-from-data), or nothing
-    # yet (per person with public bins: bounded and counted from the file after the charge)
-    hist = binned = values = users = None
+    # what was read: one of per-bin counts (--counts), records counted into the bins in
+    # batches (binned), or nothing yet (per person: bounded and counted from the file after
+    # the charge). No path reads a column whole (--bins-from-data: a streamed range first)
+    hist = binned = None
     read_opts = input_options(input, input_format, delimiter)
     from .common import stages
 
@@ -224,33 +219,31 @@ def publish_cmd(
             hist = check_counts(hist, "counts")
             lower = np.arange(hist.size, dtype=np.float64)
             upper = lower + 1
-        elif user_column is None and not bins_from_data:
-            # public bins: counted batch by batch (memory follows the bins, not the records;
-            # 2.3 GB for 10^8 records read whole), before anything is charged, as before
+        elif user_column is None:
+            # public bins (or the opt-in range of the data, from a streamed pass first):
+            # counted batch by batch (memory follows the bins, not the records; 2.3 GB for
+            # 10^8 records read whole), before anything is charged, as before
             from ..histograms.api import histogram_of
             from ..io import iter_column
 
-            edges = parse_bins(bins, values=None, from_data=False)
+            edges = parse_bins(bins, from_data=bins_from_data, values=column_range(
+                input, column, **read_opts) if bins_from_data else None)
             binned, _ = histogram_of(iter_column(input, column, "float", **read_opts), edges)
             lower, upper = edges[:-1], edges[1:]
-        elif not bins_from_data:
-            # per person, public bins: the columns are checked batch by batch now (the same
-            # errors, before anything is charged); the bounding and the counting run in DuckDB
-            # from the file once the key is drawn (10^7 records took 2.5 GB read whole)
+        else:
+            # per person: the columns are checked batch by batch now (the same errors, before
+            # anything is charged); the bounding and the counting run in DuckDB from the file
+            # once the key is drawn (10^7 records took 2.5 GB read whole)
             from ..io.read import check_columns_streaming
 
             if user_column == column:
                 raise ParameterError(f"--user-column and --column must differ, both are "
                                      f"{column!r}")
-            edges = parse_bins(bins, values=None, from_data=False)
+            edges = None if bins_from_data else parse_bins(bins, values=None, from_data=False)
             check_columns_streaming(input, {column: "float", user_column: "str"}, **read_opts)
-            lower, upper = edges[:-1], edges[1:]
-        else:
-            if user_column is None:
-                values = read_values(input, column, **read_opts)
-            else:
-                values, users = read_values_users(input, column, user_column, **read_opts)
-            edges = parse_bins(bins, values=values, from_data=bins_from_data)
+            if bins_from_data:
+                edges = parse_bins(bins, values=column_range(input, column, **read_opts),
+                                   from_data=True)
             lower, upper = edges[:-1], edges[1:]
         given = {key: v for key, v in (("k", k), ("count_bound", count_bound),
                                         ("branching", branching)) if v is not None}
@@ -273,7 +266,7 @@ def publish_cmd(
 
                 rel = publish_binned_records(binned, edges, epsilon=epsilon, method=method,
                                              rng=rng, records_bound=records_bound, **params)
-            elif values is None:  # per person: bounded and counted from the file
+            else:  # per person: bounded and counted from the file
                 from ..bounding import bounding_key
                 from ..histograms.api import histogram_of, publish_bounded_records
                 from ..io.read import iter_bounded_values
@@ -285,10 +278,6 @@ def publish_cmd(
                 rel = publish_bounded_records(kept, edges, epsilon=epsilon,
                                               max_records=max_records, method=method, rng=rng,
                                               records_bound=records_bound, **params)
-            else:
-                rel = publish_records(values, bins=edges, users=users,
-                                      max_records=max_records, epsilon=epsilon, method=method,
-                                      rng=rng, records_bound=records_bound, **params)
             n_bins = int(edges.size - 1)
         import dataclasses
 
