@@ -241,22 +241,29 @@ def test_publish_names_its_stages_on_a_terminal_only(data, monkeypatch, capsys,
     assert err.strip().splitlines() == [err.strip()] and err.startswith("hb: 10 bins")
 
 
+def _spy_whole_reads(monkeypatch) -> list:
+    """Record every call of the whole-table reader (``veil.io.read.read_table``)."""
+    import veil.io.read as reader
+
+    whole = []
+    original = reader.read_table
+    monkeypatch.setattr(reader, "read_table",
+                        lambda *a, **k: whole.append(a) or original(*a, **k))
+    return whole
+
+
 @pytest.mark.parametrize("method", ["identity", "hb", "dawa", "auto"])
 def test_records_are_counted_in_batches_and_equal_the_library(data, monkeypatch, method):
     """``histogram publish`` with public bins counts its column batch by batch (memory
     follows the bins: 10^8 records took 2.3 GB read whole): the whole-column reader is never
     called, and the written histogram and sidecar are those of ``publish_records`` on the
     whole column with the same seed."""
-    import veil.io.read as reader
     from veil.histograms import publish_records
     from veil.io import read_columns
     from veil.random import make_rng
 
     ages = read_columns(data / "ages.csv", columns={"age": "float"})["age"]
-    whole = []
-    original = reader.read_table
-    monkeypatch.setattr(reader, "read_table",
-                        lambda *a, **k: whole.append(a) or original(*a, **k))
+    whole = _spy_whole_reads(monkeypatch)
     out = data / f"r-{method}.csv"
     run_ok(["histogram", "publish", str(data / "ages.csv"), "-c", "age", "--bins", "0:100:10",
             "-e", "1", "-m", method, "--seed", "5", "-o", str(out)])
@@ -278,7 +285,6 @@ def test_per_person_records_are_bounded_in_duckdb_and_equal_the_library(tmp_path
     batch and the bounding and counting run in DuckDB from the file (10^7 records took 2.5 GB
     read whole): the whole-column reader is never called, and the table and sidecar are those
     of ``publish_records`` on the whole columns with the same seed (the same rows kept)."""
-    import veil.io.read as reader
     from veil.histograms import publish_records
     from veil.io import read_columns, write_table
     from veil.random import make_rng
@@ -289,10 +295,7 @@ def test_per_person_records_are_bounded_in_duckdb_and_equal_the_library(tmp_path
     write_table({"user": [f"u{i}" for i in g.integers(0, 70, n)],
                  "age": g.integers(0, 100, n).astype(float) + 0.5}, f)
     cols = read_columns(f, columns={"age": "float", "user": "str"})
-    whole = []
-    original = reader.read_table
-    monkeypatch.setattr(reader, "read_table",
-                        lambda *a, **k: whole.append(a) or original(*a, **k))
+    whole = _spy_whole_reads(monkeypatch)
     out = tmp_path / "p.csv"
     run_ok(["histogram", "publish", str(f), "-c", "age", "--bins", "0:100:10", "-e", "1",
             "-m", method, "--user-column", "user", "--max-records", "7", "--seed", "5",
@@ -313,7 +316,6 @@ def test_bins_from_data_are_streamed_and_equal_the_library(tmp_path, monkeypatch
     the range now comes from a streamed pass (its minimum and maximum), and the counting from
     the batched paths, so the whole-column reader is never called; the table and sidecar are
     those of ``publish_records`` on the whole column with the range of the data."""
-    import veil.io.read as reader
     from veil.histograms import publish_records
     from veil.io import read_columns, write_table
     from veil.random import make_rng
@@ -324,10 +326,7 @@ def test_bins_from_data_are_streamed_and_equal_the_library(tmp_path, monkeypatch
     write_table({"user": [f"u'{i}" for i in g.integers(0, 80, n)],
                  "v": np.round(g.normal(40, 12, n), 3)}, f)
     cols = read_columns(f, columns={"v": "float", "user": "str"})
-    whole = []
-    original = reader.read_table
-    monkeypatch.setattr(reader, "read_table",
-                        lambda *a, **k: whole.append(a) or original(*a, **k))
+    whole = _spy_whole_reads(monkeypatch)
     out = tmp_path / "p.csv"
     extra = ["--user-column", "user", "--max-records", "6"] if per_person else []
     with pytest.warns(PrivacyWarning, match="NOT differentially private"):
