@@ -274,13 +274,17 @@ def grid_counts_dask(path, grid: MapGrid, *, lat: str = "lat", lon: str = "lon",
             for i in range(spec["buckets"]):
                 pieces = [client.submit(_pick, f, i, pure=False) for f in p1]
                 thr.append(client.submit(_bucket_thresholds, spec, *pieces, pure=False))
+            # drop the client's references: the workers free pass 1 once its reduces have run
+            del p1, pieces
             totals = client.map(_bucket_totals, thr, pure=False)
         p2 = client.map(_part_counts, [spec] * len(parts), los, his,
                         *[[t] * len(parts) for t in thr], pure=False)
+        del thr  # the thresholds are freed once pass 2 and the totals have read them
         if m is not None:  # the tied points go to their user's bucket, also on the workers
             for i in range(spec["buckets"]):
                 pieces = [client.submit(_part_ties, f, i, pure=False) for f in p2]
                 tied.append(client.submit(_bucket_ties, spec, *pieces, pure=False))
+            del pieces
         results = client.gather(client.map(_part_grid, p2, pure=False))
         tie_grids = client.gather(tied)
         if m is not None:
