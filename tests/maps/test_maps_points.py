@@ -293,7 +293,9 @@ def test_dask_equals_local_with_the_same_salt(tmp_path, dask_cluster):
     f = tmp_path / "b.parquet"
     big.to_parquet(f, row_group_size=500)
     for kw in (dict(protects="record"), dict(user="user", max_points=5),
-               dict(user="user", max_points=5, time="t", start=100, end=9000)):
+               dict(user="user", max_points=5, time="t", start=100, end=9000),
+               dict(user="user", max_points=10**6),                 # nobody over the bound
+               dict(user="user", max_points=5, time="t", start=-9, end=-1)):  # no point usable
         local = grid_counts(f, GRID, rng=make_rng(seed=4), **kw)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # distributed's own deprecation chatter
@@ -567,6 +569,24 @@ def test_many_users_with_a_large_bound_fall_back_to_the_window_plan(tmp_path):
     assert np.array_equal(runs["1GB"].counts, runs["16MB"].counts)
     assert runs["16MB"].counts.sum() == 15000 + 5 * 1000
     assert runs["16MB"].private["points_removed_by_bound"] == 5 * 500
+
+
+def test_a_bound_of_a_million_points_uses_the_window_plan(tmp_path):
+    """``--max-points 1000000`` failed: DuckDB's top-k aggregate takes fewer than 10^6 keys
+    ("Invalid input for MIN/MAX"), and the error was reported as an unreadable file. A person
+    with 10^6 + 3 points (3 of them copies of one point) keeps exactly 10^6 of them."""
+    import duckdb
+
+    f = tmp_path / "big.parquet"
+    con = duckdb.connect()
+    con.execute(f"COPY (SELECT 'big' AS user, (i % 997) / 997.0 AS lat, (i % 991) / 495.5 AS lon "
+                f"FROM range(1000000) t(i) UNION ALL SELECT 'big', 0.5, 0.5 FROM range(3) "
+                f"UNION ALL SELECT 'small', 0.25, 1.5 FROM range(4)) TO '{f}' (FORMAT parquet)")
+    pc = grid_counts(f, GRID, user="user", max_points=10**6, rng=make_rng(seed=2))
+    assert pc.private["threshold_plan"] == "window"
+    assert pc.private["users_over_bound"] == 1 and pc.counts.sum() == 10**6 + 4
+    every = grid_counts(f, GRID, protects="record").counts
+    assert (every - pc.counts >= 0).all() and (every - pc.counts).sum() == 3
 
 
 def test_dask_partition_thresholds_fall_back_too(tmp_path, monkeypatch):

@@ -202,6 +202,12 @@ def threshold_columns(ks: str, m: int) -> str:
             f"{srt}[{int(m) + 1}] = {srt}[{int(m)}] AS __tied")
 
 
+#: DuckDB's ``min(x, n)`` aggregate takes ``n`` below this; a larger bound uses the window plan
+#: (``--max-points 1000000`` failed with "Invalid input for MIN/MAX", reported as an unreadable
+#: file)
+TOP_K_LIMIT = 1_000_000
+
+
 def threshold_sql(view: str, m: int, *, window: bool = False) -> str:
     """Per user with more than ``m`` usable points: the threshold key, the number of points
     kept at it, whether more points share it, and the user's count of usable points (one row
@@ -214,7 +220,7 @@ def threshold_sql(view: str, m: int, *, window: bool = False) -> str:
     against 7.7 s for 10^8 points, m = 50), but its memory does not grow with users x m.
     """
     usable = f"SELECT __u, __k FROM ({view}) WHERE NOT __bad AND __inside AND __inwin"
-    if window:
+    if window or int(m) + 1 >= TOP_K_LIMIT:  # the aggregate takes fewer keys
         return (f"SELECT __u, __k AS __kt, {int(m) + 1} - __rk AS __need, "
                 f"__next = __k AS __tied, __n FROM "
                 f"(SELECT __u, __k, row_number() OVER __w AS __rn, rank() OVER __w AS __rk, "
@@ -231,10 +237,14 @@ def create_thresholds(con, view: str, m: int) -> str:
     """Create the temp table ``__thr`` of :func:`threshold_sql`; returns the plan used.
 
     The top-k aggregate first; if DuckDB runs out of memory on it (many users, large
-    ``m``), the window plan, which spills. Both give the same table.
+    ``m``), the window plan, which spills. Both give the same table. From ``m + 1 >=``
+    :data:`TOP_K_LIMIT` the window plan directly.
     """
     import duckdb
 
+    if int(m) + 1 >= TOP_K_LIMIT:  # the aggregate cannot keep that many keys per user
+        con.execute(f"CREATE TEMP TABLE __thr AS {threshold_sql(view, m, window=True)}")
+        return "window"
     try:
         con.execute(f"CREATE TEMP TABLE __thr AS {threshold_sql(view, m)}")
         return "top-m"
