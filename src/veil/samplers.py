@@ -52,7 +52,10 @@ def dyadic_scale(scale: float) -> tuple[int, int]:
     scale = check_positive(scale, "scale")
     a = max(0, math.ceil(math.log2(scale))) + 21
     if a > 62:
-        raise ParameterError(f"scale {scale!r} is too large for the exact sampler (max 2**41)")
+        raise ParameterError(f"the noise scale sensitivity / epsilon = {scale:.3g} is above the "
+                             f"exact sampler's maximum 2**41 (about {2.0 ** 41:.3g}): use a "
+                             f"larger epsilon (--epsilon) or a smaller sensitivity (a smaller "
+                             f"per-person bound, --max-records / --max-points)")
     num = 1 << a
     den = int(Fraction(num) / Fraction(scale))  # floor, so num/den >= scale
     if den >= 1 << 63:

@@ -110,6 +110,24 @@ def test_bins_from_data_needs_flag_and_warns(data):
     assert meta["parameters"]["input"]["bins_from_data"] is True
 
 
+def test_a_tiny_epsilon_names_the_options_and_gives_the_budget_back(data, capsys):
+    """An epsilon so small that the noise scale passes the exact sampler's maximum said only
+    "scale 5e+301 is too large for the exact sampler": it now names what to change, writes
+    nothing, and the ledger's reservation is released."""
+    from veil.ledger import open_ledger
+
+    out = data / "tiny.csv"
+    assert run(["histogram", "publish", str(data / "ages.csv"), "-c", "age", "--bins",
+                "0:100:8", "-e", "1e-300", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--epsilon" in err and "sensitivity" in err and "2**41" in err, err
+    assert len(err.strip().splitlines()) == 1
+    assert not out.exists() and not (data / "tiny.csv.meta.json").exists()
+    with open_ledger() as led:
+        states = [e["state"] for d in led.datasets() for e in led.summary(d).entries]
+    assert states == ["released"], states
+
+
 def test_output_folder_must_exist(data, capsys):
     assert run(["histogram", "publish", str(data / "ages.csv"), "--column", "age", "--bins",
                 "0:100:4", "--epsilon", "1", "-o", str(data / "nope" / "x.csv")]) == 2
