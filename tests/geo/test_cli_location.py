@@ -134,3 +134,31 @@ def test_obfuscate_consistent_window(tmp_path):
     assert pd.read_csv(out2)[["lat", "lon"]].equals(a[["lat", "lon"]])
     assert run(["location", "obfuscate", str(f), "--epsilon", "0.01", "-o",
                 str(tmp_path / "x.csv"), "--consistent-window", "60"]) == 2
+
+
+@pytest.mark.parametrize("eps", ["1e-300", "1e-13"])
+def test_an_epsilon_beyond_the_earth_is_a_clear_error(tmp_path, pts, capsys, eps):
+    """``--epsilon 1e-300`` stopped with "internal error: ZeroDivisionError" (the expected
+    error overflowed); an epsilon per metre whose noise passes 10^12 m is now refused with a
+    one-line error that says why and what to use, and nothing is written."""
+    from veil.errors import ParameterError
+    from veil.geo import planar_laplace
+
+    out = tmp_path / "o.csv"
+    assert run(["location", "obfuscate", str(pts), "--epsilon", eps, "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("veil: error:") and "beyond any distance on Earth" in err, err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+    with pytest.raises(ParameterError, match="at least 1e-12 per metre"):
+        planar_laplace([[39.9, 116.4]], epsilon=float(eps))
+    assert planar_laplace([[39.9, 116.4]], epsilon=1e-12).value.shape == (1, 2)
+
+
+def test_location_noise_with_a_tiny_d_eps_epsilon_stops_at_once(capsys):
+    """`veil location noise --privacy d-eps --epsilon 1e-4` was killed for memory after a
+    minute; it now exits 2 with one line naming the epsilon it needs."""
+    assert run(["location", "noise", "--privacy", "d-eps", "--radius", "200", "--epsilon",
+                "1e-4", "--loss", "distance"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("veil: error:") and "use epsilon >= 0.00018" in err, err
+    assert len(err.strip().splitlines()) == 1

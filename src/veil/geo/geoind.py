@@ -63,11 +63,18 @@ _FLOAT_NOTE = ("float64 sampler; for a formal pure guarantee with truncation to 
 PLANAR_MAX_GAMMA = 111.0
 
 
+#: smallest epsilon per metre accepted: a noise scale of 10^12 m, 25,000 times the Earth's
+#: circumference (below it the noise is already uniform over the globe; at 1e-300 the error
+#: figures overflowed and the command stopped with an internal ZeroDivisionError)
+GEO_EPSILON_MIN = 1e-12
+
+
 def geo_epsilon(epsilon: Any, name: str = "epsilon") -> float:
     """Epsilon per metre from a float or a :class:`~veil.budget.GeoDP` budget.
 
     A :class:`~veil.budget.PureDP` budget is refused: geo-indistinguishability is
-    measured per metre, a pure-DP epsilon has no unit of distance.
+    measured per metre, a pure-DP epsilon has no unit of distance. Values below
+    :data:`GEO_EPSILON_MIN` are refused too (a mean displacement beyond 10^12 m).
 
     Examples
     --------
@@ -75,12 +82,19 @@ def geo_epsilon(epsilon: Any, name: str = "epsilon") -> float:
     (0.01, 0.02)
     """
     if isinstance(epsilon, GeoDP):
-        return check_epsilon(epsilon.epsilon_per_metre, name)
-    if isinstance(epsilon, PureDP):
+        eps = check_epsilon(epsilon.epsilon_per_metre, name)
+    elif isinstance(epsilon, PureDP):
         raise ParameterError(f"{name}: geo-indistinguishability needs epsilon per metre, e.g. "
                              f"GeoDP({epsilon.epsilon}/200) for eps = {epsilon.epsilon} at "
                              f"200 m; got PureDP({epsilon.epsilon})")
-    return check_epsilon(epsilon, name)
+    else:
+        eps = check_epsilon(epsilon, name)
+    if eps < GEO_EPSILON_MIN:
+        raise ParameterError(f"{name} = {eps:g} per metre gives a mean displacement of "
+                             f"{2 / eps:.3g} m, beyond any distance on Earth (20,000 km at most): "
+                             f"use at least {GEO_EPSILON_MIN:g} per metre (e.g. ln(4)/200 = "
+                             f"{np.log(4) / 200:.4g} for eps = ln 4 at 200 m)")
+    return eps
 
 
 def _as_points(points: Any, name: str = "points") -> tuple[np.ndarray, np.ndarray]:
