@@ -126,6 +126,9 @@ def test_a_staircase_too_fine_to_integrate_is_a_clear_error():
     with pytest.raises(ParameterError, match=r"use epsilon >= 0\.00018.*--privacy geo"):
         optimal_noise(d_epsilon_privacy(200.0, 1e-4), distance_loss())
     assert TightNoise(d_epsilon_privacy(200.0, 1e-4), slope=1.0).slope == 1.0  # 450,005 rings
+    for make in (geo_indistinguishability, PlanarLaplace):  # per metre: at least 1e-12
+        with pytest.raises(ParameterError, match="beyond any distance on Earth"):
+            make(1e-300)
 
 
 # ---------------------------------------------------------------- samplers

@@ -224,7 +224,9 @@ def geo_indistinguishability(epsilon: float) -> Distinguishability:
     >>> float(l(200.0))
     2.0
     """
-    eps = check_epsilon(epsilon, "epsilon")
+    from .geoind import geo_epsilon
+
+    eps = geo_epsilon(epsilon, "epsilon")  # per metre, at least GEO_EPSILON_MIN
     return Distinguishability("geo", eps, math.inf, 1.0 / eps, None, f"geo(eps={eps:g}/m)")
 
 
@@ -461,7 +463,9 @@ class PlanarLaplace(CircularNoise):
     exact_sampler = True
 
     def __init__(self, epsilon: float):
-        self.epsilon = check_epsilon(epsilon, "epsilon")
+        from .geoind import geo_epsilon
+
+        self.epsilon = geo_epsilon(epsilon, "epsilon")  # per metre, at least GEO_EPSILON_MIN
         self.name = f"planar-laplace(eps={self.epsilon:g})"
 
     @property
