@@ -82,3 +82,19 @@ def test_budget_objects_accepted_like_histograms_publish():
     assert p.epsilon == 0.5
     with pytest.raises(ParameterError, match="PureDP"):
         PlanarIsotropicMechanism(epsilon=GeoDP(0.01))
+
+
+def test_a_tiny_epsilon_is_named_not_the_resolution():
+    """With a tiny epsilon the float64 sampler's largest displacement is huge and its rounding
+    passes any lattice: the error said "resolution 1 m is too coarse ... use a smaller
+    resolution" (a smaller one makes it worse); it now names the epsilon."""
+    import pytest
+
+    from veil.errors import ParameterError
+    from veil.geo.snapping import snapping_correction
+
+    with pytest.raises(ParameterError, match="too small for the float64 sampler.*larger epsilon"):
+        snapping_correction(1e-10, 1.0, 3e6 / 1e-10)
+    with pytest.raises(ParameterError, match="too coarse"):  # a large eps u is still that
+        snapping_correction(50.0, 1.0, 3e6 / 50.0)
+    assert 0 < snapping_correction(0.01, 1.0, 111 / 0.01) < 1e-9

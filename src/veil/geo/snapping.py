@@ -135,6 +135,11 @@ def snapping_correction(epsilon_per_metre: float, resolution_m: float,
     if resolution_m == 0:
         return 0.0
     q = resolution_m / (2.0 * max_displacement_m * FLOAT_PRECISION)
+    if not q > 2.0:  # whatever eps u: the largest displacement's rounding passes the lattice
+        raise ParameterError(
+            f"eps = {epsilon_per_metre:g} per metre is too small for the float64 sampler: its "
+            f"displacements reach {max_displacement_m:.3g} m, whose rounding error exceeds the "
+            f"{resolution_m:g} m lattice, so no float64 bound holds; use a larger epsilon")
     return _andres(epsilon_per_metre, resolution_m, q)
 
 
