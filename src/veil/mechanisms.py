@@ -36,6 +36,11 @@ def _budget(epsilon: float | PureDP) -> PureDP:
     return epsilon if isinstance(epsilon, PureDP) else PureDP(check_epsilon(epsilon))
 
 
+#: largest absolute value :func:`geometric_mechanism` takes: ``value + noise`` is an int64
+#: (a count of 9223372036854775000 came back as -9223372036854690967 after wrapping)
+GEOMETRIC_MAX_VALUE = 2 ** 62
+
+
 def geometric_mechanism(values, *, epsilon: float | PureDP, sensitivity: float = 1.0,
                         rng: np.random.Generator | None = None) -> Release:
     """Add exact discrete Laplace noise to integer values (eps-DP for L1 sensitivity).
@@ -63,7 +68,15 @@ def geometric_mechanism(values, *, epsilon: float | PureDP, sensitivity: float =
         xf = check_finite_array(x, "values")
         if (xf != np.round(xf)).any():
             raise ParameterError("values must be integers for the geometric mechanism")
-        x = xf.astype(np.int64)
+        big = bool(xf.size) and float(np.abs(xf).max()) > GEOMETRIC_MAX_VALUE
+    else:
+        big = bool(x.size) and (int(x.max()) > GEOMETRIC_MAX_VALUE
+                                or int(x.min()) < -GEOMETRIC_MAX_VALUE)
+    if big:  # a public limit, checked before any noise: value + noise must fit in int64
+        raise ParameterError(f"values must be at most 2**62 = {GEOMETRIC_MAX_VALUE:,} in "
+                             f"absolute value for the geometric mechanism (the noisy values "
+                             f"are 64-bit integers)")
+    x = x.astype(np.int64)
     if math.isinf(budget.epsilon):
         return Release(x.astype(np.int64), "geometric", budget, {"sensitivity": sensitivity},
                        {"noise": budget.epsilon}, 0.0, 0.0)
@@ -71,7 +84,12 @@ def geometric_mechanism(values, *, epsilon: float | PureDP, sensitivity: float =
     num, den = dyadic_scale(scale)
     noise = discrete_laplace(scale, size=x.shape, rng=make_rng(rng))
     eff = sensitivity * den / num
-    return Release(x.astype(np.int64) + noise, "geometric", budget,
+    out = x + noise
+    # |x| <= 2^62 and the noise's scale is at most 2^41, so this cannot wrap in practice;
+    # checked anyway, as int64 addition wraps silently
+    if (((x ^ out) & (noise ^ out)) < 0).any():
+        raise ParameterError("a noisy value does not fit in a 64-bit integer")
+    return Release(out, "geometric", budget,
                    {"sensitivity": sensitivity}, {"noise": budget.epsilon},
                    noise_scale=num / den, noise_variance=discrete_laplace_variance(scale),
                    notes=(f"scale rounded up to {num}/{den}; effective epsilon {eff:.12g}",))

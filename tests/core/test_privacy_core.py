@@ -154,3 +154,28 @@ def test_point_distances():
     # one degree of latitude is about 111.2 km
     assert haversine_m(0, 0, 1, 0) == pytest.approx(111_195, rel=1e-3)
     assert planar_distance([[0, 0]], [[3, 4]])[0] == 5
+
+
+def test_geometric_values_near_the_int64_limit_are_refused_not_wrapped(tmp_path, capsys):
+    """A count of 9223372036854775000 came back as -9223372036854690967: int64 addition of
+    the noise wrapped silently. Values above 2**62 in absolute value are now refused before
+    any noise (and, in `veil noise counts`, before the ledger is charged, naming the row)."""
+    from veil.cli import main
+    from veil.ledger import open_ledger
+    from veil.mechanisms import GEOMETRIC_MAX_VALUE, geometric_mechanism
+
+    for bad in ([2**62 + 1], [-(2**62) - 1], np.array([1e30]), np.array([2**63 - 1000])):
+        with pytest.raises(ParameterError, match=r"at most 2\*\*62"):
+            geometric_mechanism(bad, epsilon=1e-6, rng=make_rng(seed=0))
+    ok = geometric_mechanism(np.array([GEOMETRIC_MAX_VALUE, -GEOMETRIC_MAX_VALUE]),
+                             epsilon=1e-6, rng=make_rng(seed=0)).value
+    assert ok[0] > 2**61 and ok[1] < -(2**61)
+    f = tmp_path / "c.csv"
+    f.write_text("count\n5\n9223372036854775000\n")
+    with pytest.raises(SystemExit) as exc:
+        main(["noise", "counts", str(f), "-c", "count", "-e", "1", "-o", str(tmp_path / "o.csv")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "row 2" in err and "above 2**62" in err and not (tmp_path / "o.csv").exists()
+    with open_ledger() as led:
+        assert led.datasets() == []

@@ -71,6 +71,14 @@ def counts(
     table = read_input(input, columns={column: "count"}, input_format=input_format,
                        delimiter=delimiter, keep_others=True)
     values = table.column(column).to_numpy()
+    from ..errors import DataError
+    from ..mechanisms import GEOMETRIC_MAX_VALUE
+
+    over = np.flatnonzero(values > GEOMETRIC_MAX_VALUE)
+    if over.size:  # before the charge; the noisy counts are 64-bit integers
+        raise DataError(f"{int(values[over[0]])} is above 2**62, the largest count the "
+                        f"geometric mechanism takes (the noisy counts are 64-bit integers)",
+                        path=str(input), row=int(over[0]) + 1, column=column)
     from ..io import sidecar_path
     from ..ledger import charge
 
