@@ -184,6 +184,10 @@ def check_counts(values: Any, name: str = "counts", *, allow_empty: bool = False
     if neg.any():
         i = int(np.flatnonzero(neg)[0])
         raise ParameterError(f"{name}[{i}] must be >= 0, got {arr[i]}")
+    total = float(arr.sum(dtype=np.float64))
+    if total > 2.0 ** 62:  # sums of bins (trees, buckets) and noisy counts are int64
+        raise ParameterError(f"{name}: the counts total about {total:.4g}, above 2**62 = "
+                             f"{2 ** 62:,}: sums of bins and noisy counts are 64-bit integers")
     return arr
 
 

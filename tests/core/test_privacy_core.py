@@ -179,3 +179,25 @@ def test_geometric_values_near_the_int64_limit_are_refused_not_wrapped(tmp_path,
     assert "row 2" in err and "above 2**62" in err and not (tmp_path / "o.csv").exists()
     with open_ledger() as led:
         assert led.datasets() == []
+
+
+def test_counts_whose_total_passes_2_62_are_refused_before_the_charge(tmp_path, capsys):
+    """Two bins of 2**62 - 1: HB's tree sums wrapped or failed inside the mechanism after the
+    ledger was charged (identity and DAWA published, HB and AHP stopped); the total is now
+    checked with the counts, before anything is charged."""
+    from veil.cli import main
+    from veil.ledger import open_ledger
+
+    with pytest.raises(ParameterError, match=r"total about 9\.223e\+18, above 2\*\*62"):
+        check_counts([2**62 - 1, 2**62 - 1, 3])
+    assert check_counts([2**61, 2**61]).sum() == 2**62
+    f = tmp_path / "c.csv"
+    f.write_text(f"count\n{2**62 - 1}\n{2**62 - 1}\n3\n")
+    for method in ("identity", "hb"):
+        with pytest.raises(SystemExit) as exc:
+            main(["histogram", "publish", str(f), "-c", "count", "--counts", "-e", "1", "-m",
+                  method, "-o", str(tmp_path / "o.csv")])
+        assert exc.value.code == 2 and "above 2**62" in capsys.readouterr().err
+    assert not (tmp_path / "o.csv").exists()
+    with open_ledger() as led:
+        assert led.datasets() == []
