@@ -216,7 +216,7 @@ def publish_cmd(
             if hist.size == 0:
                 raise DataError("the file has no rows: a histogram needs at least one bin",
                                 path=str(input), column=column)
-            hist = check_counts(hist, "counts")
+            hist = check_counts(hist, f"file {input.name}, column {column!r}")
             lower = np.arange(hist.size, dtype=np.float64)
             upper = lower + 1
         elif user_column is None:
