@@ -7,16 +7,17 @@ memory is bounded by its partition's row groups and the grid, and the client hol
 
 Per-person bounding needs every point of a person, which may sit in several partitions. The
 partitions are shuffled by user *on the workers*: pass 1 returns, per partition and user, the
-``m`` smallest sampling keys and the point count, cut into ``B`` buckets by a hash of the user;
-one reduce task per bucket merges the partitions' pieces of its bucket into each user's global
-``m`` smallest keys and keeps one row of scalars per user over the bound (the threshold key, the
-points kept at it, the count); pass 2 counts each partition with those rows, which the workers
-pass between them. The client never holds a user's keys or a per-user row: it receives the
-grids, the few points tied at a threshold (with how many of them are kept) and one pair of
-totals per bucket, so its memory is bounded by the grid whatever the number of users. (Until
-2026-12 the client merged every partition's key lists itself: users x m keys, 2 GB and more
-with millions of users.) The result equals the local path's for the same salt (tested), since
-the keys are a function of the salt and the point.
+``m + 1`` smallest sampling keys and the point count, cut into ``B`` buckets by a hash of the
+user; one reduce task per bucket merges the partitions' pieces of its bucket into each user's
+global ``m + 1`` smallest keys and keeps one row of scalars per user over the bound (the
+threshold key, the points kept at it, whether more share it, the count); pass 2 counts each
+partition with those rows, which the workers pass between them, and the points of tied users at
+their threshold go to their bucket again, where they are allocated. The client never holds a
+user's keys or a per-user row: it receives a grid per partition, a grid of allocated tied points
+per bucket and one pair of totals per bucket, so its memory is bounded by the grid whatever the
+number of users. (Until 2026-12 the client merged every partition's key lists itself: users x m
+keys, 1.5 GB and more with 2 x 10^6 users.) The result equals the local path's for the same
+salt (tested), since the keys are a function of the salt and the point.
 
 This path is self-contained (``distributed.Client.map`` over partitions); it does not use
 ``veil.engine``.
