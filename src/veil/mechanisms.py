@@ -84,12 +84,9 @@ def geometric_mechanism(values, *, epsilon: float | PureDP, sensitivity: float =
     num, den = dyadic_scale(scale)
     noise = discrete_laplace(scale, size=x.shape, rng=make_rng(rng))
     eff = sensitivity * den / num
-    out = x + noise
-    # |x| <= 2^62 and the noise's scale is at most 2^41, so this cannot wrap in practice;
-    # checked anyway, as int64 addition wraps silently
-    if (((x ^ out) & (noise ^ out)) < 0).any():
-        raise ParameterError("a noisy value does not fit in a 64-bit integer")
-    return Release(out, "geometric", budget,
+    # no wrap: |x| <= 2^62, and at a scale of at most 2^41 (dyadic_scale) a noise of 2^62
+    # has probability about exp(-2^21)
+    return Release(x + noise, "geometric", budget,
                    {"sensitivity": sensitivity}, {"noise": budget.epsilon},
                    noise_scale=num / den, noise_variance=discrete_laplace_variance(scale),
                    notes=(f"scale rounded up to {num}/{den}; effective epsilon {eff:.12g}",))

@@ -62,6 +62,7 @@ import numpy as np
 from ..errors import ParameterError
 from ..random import make_rng
 from ..validation import check_epsilon, check_int, check_positive
+from .geoind import geo_epsilon
 from .geometry import Region
 
 __all__ = [
@@ -224,8 +225,6 @@ def geo_indistinguishability(epsilon: float) -> Distinguishability:
     >>> float(l(200.0))
     2.0
     """
-    from .geoind import geo_epsilon
-
     eps = geo_epsilon(epsilon, "epsilon")  # per metre, at least GEO_EPSILON_MIN
     return Distinguishability("geo", eps, math.inf, 1.0 / eps, None, f"geo(eps={eps:g}/m)")
 
@@ -463,8 +462,6 @@ class PlanarLaplace(CircularNoise):
     exact_sampler = True
 
     def __init__(self, epsilon: float):
-        from .geoind import geo_epsilon
-
         self.epsilon = geo_epsilon(epsilon, "epsilon")  # per metre, at least GEO_EPSILON_MIN
         self.name = f"planar-laplace(eps={self.epsilon:g})"
 

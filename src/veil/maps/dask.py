@@ -89,6 +89,19 @@ def _con(spec: dict):
         con.close()
 
 
+def _bucket_sql(user: str, spec: dict) -> str:
+    """The bucket of a user (in ``[0, spec['buckets'])``), the same on every worker."""
+    return f"CAST(hash({user}) % {int(spec.get('buckets', 1))} AS INTEGER) AS __b"
+
+
+def _split_buckets(table, cols: list[str], spec: dict) -> list:
+    """The rows of ``table`` per bucket (column ``__b``), one table of ``cols`` per bucket."""
+    import pyarrow.compute as pc
+
+    b = table.column("__b")
+    return [table.filter(pc.equal(b, i)).select(cols) for i in range(int(spec["buckets"]))]
+
+
 def _part_thresholds(spec: dict, lo: int, hi: int, plan: str | None = None):
     """Pass 1 on one partition: per user, the m + 1 smallest keys, the count and the user's
     bucket (``__b``, in ``[0, spec['buckets'])``; Arrow table).
@@ -103,7 +116,7 @@ def _part_thresholds(spec: dict, lo: int, hi: int, plan: str | None = None):
     import duckdb
 
     m = int(spec["m"]) + 1  # the (m+1)-th key tells whether the threshold is tied
-    b = f"CAST(hash(__u) % {int(spec.get('buckets', 1))} AS INTEGER) AS __b"
+    b = _bucket_sql("__u", spec)
     with _con(spec) as con:
         usable = (f"SELECT __u, __k FROM ({_part_view(spec, lo, hi)}) "
                   f"WHERE NOT __bad AND __inside AND __inwin")
@@ -125,12 +138,7 @@ def _part_buckets(spec: dict, lo: int, hi: int) -> list:
     """Pass 1, cut for the shuffle: the partition's rows of each bucket (a list of Arrow
     tables, one per bucket, without the bucket column). Runs on a worker; its pieces go to
     the bucket's reduce task, worker to worker."""
-    import pyarrow.compute as pc
-
-    t = _part_thresholds(spec, lo, hi)
-    b = t.column("__b")
-    cols = ["__u", "__ks", "__n"]
-    return [t.filter(pc.equal(b, i)).select(cols) for i in range(int(spec["buckets"]))]
+    return _split_buckets(_part_thresholds(spec, lo, hi), ["__u", "__ks", "__n"], spec)
 
 
 def _pick(pieces: list, i: int):
@@ -164,7 +172,6 @@ def _part_counts(spec: dict, lo: int, hi: int, *thr):
     of one Arrow table per bucket, ``cell, tie_user, n, need``: the points of tied users at
     their threshold, with how many of them the user keeps in all."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     with _con(spec) as con:
         view = _part_view(spec, lo, hi)
@@ -177,12 +184,9 @@ def _part_counts(spec: dict, lo: int, hi: int, *thr):
         pieces = []
         if bounded:
             con.register("__ties", ties)
-            ties = con.sql(f"SELECT t.*, h.__need AS need, "
-                           f"CAST(hash(t.tie_user) % {int(spec['buckets'])} AS INTEGER) AS __b "
+            ties = con.sql(f"SELECT t.*, h.__need AS need, {_bucket_sql('t.tie_user', spec)} "
                            f"FROM __ties t JOIN __thr h ON t.tie_user = h.__u").to_arrow_table()
-            b = ties.column("__b")
-            pieces = [ties.filter(pc.equal(b, i)).select(["cell", "tie_user", "n", "need"])
-                      for i in range(int(spec["buckets"]))]
+            pieces = _split_buckets(ties, ["cell", "tie_user", "n", "need"], spec)
         return counts, pieces, bad, outside
 
 
