@@ -16,7 +16,7 @@ their threshold go to their bucket again, where they are allocated. The client n
 user's keys or a per-user row: it receives a grid per partition, a grid of allocated tied points
 per bucket and one pair of totals per bucket, so its memory is bounded by the grid whatever the
 number of users. (Until 2026-12 the client merged every partition's key lists itself: users x m
-keys, 1.5 GB and more with 2 x 10^6 users.) The result equals the local path's for the same
+keys, 1.4-1.6 GB with 2 x 10^6 users.) The result equals the local path's for the same
 salt (tested), since the keys are a function of the salt and the point.
 
 This path is self-contained (``distributed.Client.map`` over partitions); it does not use
