@@ -437,3 +437,31 @@ def test_a_semicolon_file_gets_a_delimiter_hint_that_works(tmp_path, repeat_rele
     res = run_veil(["trajectory", "model", "t.csv", "--grid", "beijing:5", "-o", "m.npz",
                     "--delimiter", ";"], tmp_path)
     assert res.code == 0, res.err
+
+
+@pytest.mark.parametrize("case_id", ["histogram-records", "noise-counts"])
+def test_the_log_line_states_the_epsilon_given(case_id, tmp_path, repeat_releases):
+    """A parameter echoed in the closing line reads back to the float used: ``{:g}`` printed
+    0.1234567 as 0.123457 (and a prior weight of 0.9999999999 as 1)."""
+    case = next(c for c in CASES if c.id == case_id)
+    argv, _ = case.build(tmp_path, "kq7col", "in7file")
+    i = argv.index("-e")
+    argv = [*argv[:i + 1], "0.1234567", *argv[i + 2:]]
+    res = run_veil(argv, tmp_path)
+    assert res.code == 0, res.err
+    assert "0.1234567" in res.err and "0.123457" not in res.err.replace("0.1234567", "")
+
+
+def test_the_model_line_states_the_prior_weight_given(tmp_path):
+    res = run_veil(["trajectory", "model", _tracks(tmp_path), "--grid",
+                    "39.8,116.2,40.0,116.5,4,4", "--prior-weight", "0.9999999999",
+                    "-o", "m.npz"], tmp_path)
+    assert res.code == 0, res.err
+    assert "prior weight 0.9999999999" in res.err
+
+
+def test_exact_prints_a_parameter_that_reads_back():
+    from veil.validation import exact
+    for x in (1.0, 0.5, 1e-6, 0.1234567, 0.9999999999, 1 / 3, 2.0 ** -40, 1e300):
+        assert float(exact(x)) == x
+    assert exact(1.0) == "1" and exact(0.5) == "0.5" and exact(1e-6) == "1e-06"

@@ -213,3 +213,12 @@ def check_choice(value: Any, name: str, choices: tuple[str, ...] | list[str]) ->
     extra = f"; did you mean {hint[0]!r}?" if hint else ""
     raise ParameterError(
         f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}{extra}")
+
+
+def exact(value: float) -> str:
+    """A user's parameter as text that reads back to the same float: ``{:g}`` when that is
+    exact (``1``, ``0.5``, ``1e-06``), else the shortest round-trip form (``0.9999999999``
+    printed as ``1`` told the user a different parameter than the one used)."""
+    x = float(value)
+    short = f"{x:g}"
+    return short if float(short) == x else repr(x)

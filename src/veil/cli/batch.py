@@ -8,7 +8,7 @@ from typing import Any, Optional
 import typer
 
 from .common import LEDGER as _LEDGER
-from .common import SEED, SPEND_AGAIN, answer, done, json_mode, quiet, status, writes_files
+from .common import SEED, SPEND_AGAIN, answer, done, exact, json_mode, quiet, status, writes_files
 
 app = typer.Typer(no_args_is_help=True, help="Per-user batch jobs (local processes or Dask).")
 
@@ -55,13 +55,13 @@ def _run(task: str, input: Path, output: Path, params: dict[str, Any], *, user_c
     if res.rows_in is None:
         text = (f"already complete and verified: {res.users:,} users, {res.rows_out:,} "
                 f"rows out in {res.buckets} parts; epsilon per user "
-                f"{res.epsilon_per_user:g}; output {res.output}")
+                f"{exact(res.epsilon_per_user)}; output {res.output}")
     else:
         summary.update(buckets_run=int(res.buckets_run), seconds=round(float(res.seconds), 3))
         text = (f"{res.users:,} users, {res.rows_out:,} rows out, "
                 f"{res.buckets_run}/{res.buckets} buckets run, {res.seconds:.1f} s "
                 f"({res.users_per_second:,.0f} users/s); epsilon per user "
-                f"{res.epsilon_per_user:g}; output {res.output}")
+                f"{exact(res.epsilon_per_user)}; output {res.output}")
     if finish:
         done(summary, text)
     return summary, text

@@ -27,6 +27,8 @@ from typing import Any, Callable, Optional
 
 import typer
 
+from ..validation import exact  # noqa: F401  (re-exported for the commands)
+
 EPSILON = typer.Option(..., "--epsilon", "-e", help="Privacy budget epsilon (> 0).")
 SEED = typer.Option(
     None, "--seed",
@@ -381,7 +383,7 @@ def echo_release(release: Any, data: Path, meta: Path) -> None:
     scale_txt = f", noise scale {scale:.6g}" if isinstance(scale, int | float) else ""
     done(release_summary(release, data, meta),
          f"wrote {data} and {meta.name} ({release.mechanism}, epsilon "
-         f"{release.epsilon:g}{scale_txt})")
+         f"{exact(release.epsilon)}{scale_txt})")
 
 
 def release_summary(release: Any, data: Path, meta: Path, **extra: Any) -> dict:

@@ -12,7 +12,7 @@ import typer
 
 from ..errors import DataError, ParameterError, PrivacyWarning
 from .common import (DELIMITER, EPSILON, FORCE, INPUT_FORMAT, LEDGER, OUTPUT_FORMAT, SEED,
-                     SPEND_AGAIN, answer, output_format,
+                     SPEND_AGAIN, answer, exact, output_format,
                      done, input_options, json_mode, release_summary, say, status,
                      writes_files)
 
@@ -299,7 +299,7 @@ def publish_cmd(
         show(f"writing {output.name}")
         _, side = write_release(out_rel, output, format=out_fmt)
     done(release_summary(out_rel, output, side, bins=n_bins),
-         f"{rel.mechanism}: {n_bins} bins, epsilon={epsilon:g} "
+         f"{rel.mechanism}: {n_bins} bins, epsilon={exact(epsilon)} "
          f"(split {json.dumps(rel.metadata()['budget_split'])}) -> {output} "
          f"(+ {side.name})")
 

@@ -11,7 +11,7 @@ from typing import List, Optional
 import typer
 
 from .common import (DELIMITER, EPSILON, FORCE, INPUT_FORMAT, LEDGER, SEED, SPEND_AGAIN,
-                     answer, done, json_mode, release_summary, say, status, writes_files)
+                     answer, done, exact, json_mode, release_summary, say, status, writes_files)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="DP density maps of locations (publish, query).")
@@ -202,7 +202,7 @@ def publish_cmd(
                          grid=[int(g.rows), int(g.cols)],
                          chosen=rel.parameters.get("chosen", rel.mechanism)),
          f"{rel.parameters.get('chosen', rel.mechanism)}: {g.rows}x{g.cols} map, "
-         f"epsilon={epsilon:g} (split {json.dumps(rel.metadata()['budget_split'])}), "
+         f"epsilon={exact(epsilon)} (split {json.dumps(rel.metadata()['budget_split'])}), "
          f"protects one {rel.parameters['protects']} -> " + ", ".join(str(p) for p in written))
 
 

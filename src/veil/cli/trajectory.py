@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from .common import (DELIMITER, EPSILON, FORCE, INPUT_FORMAT, LEDGER, SEED, SPEND_AGAIN, answer,
-                     done, input_options, status, writes_files)
+                     done, exact, input_options, status, writes_files)
 
 app = typer.Typer(no_args_is_help=True, help="Release locations under temporal correlations.")
 
@@ -147,7 +147,7 @@ def model_cmd(
          f"model: {g.nx}x{g.ny} grid, {len(seqs)} sequences, "
          f"{int(m.meta['n_transitions'])} transitions ({n_inside} of {n_points} points "
          f"in the grid), {m.meta['n_unseen_cells']} cells never left"
-         + (f" (smoothed: prior weight {prior_weight:g})" if prior_weight else "")
+         + (f" (smoothed: prior weight {exact(prior_weight)})" if prior_weight else "")
          + f" -> {output}")
 
 

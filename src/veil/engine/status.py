@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..validation import exact
 from .fsutil import sha256_file
 from .job import read_manifest
 from .lock import LOCK, _flock_holders, process_alive
@@ -120,7 +121,7 @@ def format_status(st: dict[str, Any]) -> list[str]:
     eps = st.get("epsilon")
     unit = st.get("epsilon_unit") or "per user"
     seeded = " [seeded: experiments only]" if st.get("seeded") else ""
-    lines.append(f"job      {st.get('task')}, epsilon {eps:g} {unit}, {st.get('buckets')} "
+    lines.append(f"job      {st.get('task')}, epsilon {exact(eps)} {unit}, {st.get('buckets')} "
                  f"buckets{seeded}" if eps is not None else f"job      {st.get('task')}")
     if state in ("complete", "damaged"):
         n = st.get("buckets") or 0
