@@ -362,6 +362,20 @@ def read_input(path: Path, *, columns: dict[str, str], input_format: Optional[st
     return read_table(path, columns=columns, format=fmt, **options)
 
 
+def number_list_option(text: str, option: str,
+                       check: Callable[[float, str], float] | None = None) -> list[float]:
+    """The comma-separated numbers of ``option``, each passed through ``check(value,
+    option)``; a clear error naming the option for an empty list or a word."""
+    from ..errors import ParameterError
+
+    parts = [t.strip() for t in str(text).split(",")]
+    try:
+        values = [float(t) for t in parts]
+    except ValueError:
+        raise ParameterError(f"{option}: expected comma-separated numbers, got {text!r}") from None
+    return [check(v, option) for v in values] if check is not None else values
+
+
 def check_epsilon_option(value: float, name: str = "--epsilon") -> float:
     """Validate an epsilon given on the command line (finite and > 0)."""
     from ..validation import check_epsilon

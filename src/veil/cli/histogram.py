@@ -11,6 +11,7 @@ import numpy as np
 import typer
 
 from ..errors import DataError, ParameterError, PrivacyWarning
+from ..validation import check_int
 from .common import (DELIMITER, EPSILON, FORCE, INPUT_FORMAT, LEDGER, OUTPUT_FORMAT, SEED,
                      SPEND_AGAIN, answer, exact, output_format,
                      done, input_options, json_mode, release_summary, say, status,
@@ -366,6 +367,25 @@ def evaluate_cmd(
             "mean_abs_error": mae, "records": int(tru.sum()), "bins": int(tru.size)})
 
 
+def _bench_datasets(text: Optional[str]) -> Optional[list[str]]:
+    """``--datasets`` of ``veil bench histograms``: checked before minutes of benchmarking
+    (an empty list stopped with an internal error after the run had begun)."""
+    from ..histograms.evaluation import DPBENCH_1D
+
+    if text is None:
+        return None
+    names = [d.strip() for d in text.split(",") if d.strip()]
+    if not names:
+        raise ParameterError(f"--datasets: no dataset name in {text!r}; give DPBench names "
+                             "or 'classic'")
+    if names != ["classic"]:
+        for name in names:
+            if name not in DPBENCH_1D:
+                raise ParameterError(f"--datasets: unknown DPBench dataset {name!r}; known: "
+                                     f"{', '.join(DPBENCH_1D)} (or 'classic')")
+    return names
+
+
 @writes_files()
 def bench(
     speed: bool = typer.Option(False, "--speed", help="Speed of every method at n = 4096."),
@@ -393,7 +413,10 @@ def bench(
 
         for target in (output, Path(output).with_suffix(".png")):
             check_output_target(target)  # an input, a link or (without --force) an existing file
-    names = None if datasets is None else [d.strip() for d in datasets.split(",") if d.strip()]
+    names = _bench_datasets(datasets)
+    check_int(trials, "--trials", minimum=1)
+    if n is not None and 4096 % check_int(n, "--n-bins", minimum=1):
+        raise ParameterError(f"--n-bins must divide 4096 (the DPBench domain), got {n}")
     out = run(speed=speed, hdmm=hdmm, accuracy=accuracy, fit_auto=fit_auto, trials=trials, n=n,
               datasets=names, quick=quick, output=output, log=say)
     if output is not None:

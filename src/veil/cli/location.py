@@ -11,6 +11,7 @@ import typer
 
 from .common import (DELIMITER, EPSILON, FORCE, INPUT, INPUT_FORMAT, LEDGER, OUTPUT,
                      OUTPUT_FORMAT, SEED, SPEND_AGAIN, check_epsilon_option, echo_release,
+                     number_list_option,
                      answer, done, json_mode, output_format, output_path, read_input, say,
                      status, write_output, writes_files)
 
@@ -470,11 +471,7 @@ def bench(
     from ..io import read_points
     from ..random import make_rng
 
-    try:
-        eps_list = [float(e) for e in epsilons.split(",")]
-    except ValueError:
-        raise ParameterError(f"--epsilons: expected numbers, got {epsilons!r}") from None
-    eps_list = [check_epsilon_option(e, "--epsilons") for e in eps_list]
+    eps_list = number_list_option(epsilons, "--epsilons", check_epsilon_option)
     if cells < 2 or cells > 12:
         raise ParameterError(f"--cells must be in [2, 12] (the LP grows like cells^6), got {cells}")
     rng = make_rng(seed=seed)

@@ -254,7 +254,9 @@ def bench(
 ) -> None:
     """DP maps: the DPBench 2-D protocol on the shared 2-D data and held-out real maps."""
     from ..maps.bench import accuracy_table
+    from ..validation import check_int
 
+    check_int(runs, "--runs", minimum=1)  # also with --quick (which runs 2)
     if output is not None:  # refuse a bad output before minutes of benchmarking
         from ..io import check_output_target
 

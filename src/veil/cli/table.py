@@ -577,7 +577,13 @@ def bench(
 ) -> None:
     """DIVA vs constraint-free baselines on UCI Adult and synthetic tables."""
     from ..tables.experiment import format_results, run_experiment
+    from ..validation import check_int
 
+    check_int(repeats, "--repeats", minimum=1)  # also with --quick (which runs 1)
+    if output is not None:  # refuse a bad output before the benchmark, not after
+        from ..io import check_output_target
+
+        check_output_target(output)
     res = run_experiment(quick=quick, repeats=repeats, seed=seed, progress=say)
     say(format_results(res))
     if output is not None:

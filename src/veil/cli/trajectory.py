@@ -8,7 +8,8 @@ from typing import List, Optional
 import typer
 
 from .common import (DELIMITER, EPSILON, FORCE, INPUT_FORMAT, LEDGER, SEED, SPEND_AGAIN, answer,
-                     done, exact, input_options, status, writes_files)
+                     check_epsilon_option, done, exact, input_options, number_list_option, status,
+                     writes_files)
 
 app = typer.Typer(no_args_is_help=True, help="Release locations under temporal correlations.")
 
@@ -412,10 +413,15 @@ def bench(
     seed: Optional[int] = SEED,
 ) -> None:
     """PIM vs LM on GeoLife (Beijing 4th ring, 50 x 50): error, drift, kNN precision/recall."""
-    from ..geo.temporal.experiment import format_table, run_geolife_experiment
+    from ..geo.temporal.experiment import MODEL_KINDS, format_table, run_geolife_experiment
+    from ..validation import check_choice, check_delta, check_int
 
+    eps_list = number_list_option(epsilons, "--epsilons", check_epsilon_option)
+    delta_list = number_list_option(deltas, "--deltas", check_delta)
+    for value, option in ((steps, "--steps"), (reps, "--reps"), (max_traj, "--max-trajectories")):
+        check_int(value, option, minimum=1)
+    check_choice(model_kind, "--model-kind", MODEL_KINDS)
     rows = run_geolife_experiment(
-        epsilons=[float(e) for e in epsilons.split(",")],
-        deltas=[float(d) for d in deltas.split(",")], steps=steps, reps=reps,
+        epsilons=eps_list, deltas=delta_list, steps=steps, reps=reps,
         max_trajectories=max_traj, model_kind=model_kind, seed=seed)
     answer({"rows": rows}, format_table(rows))

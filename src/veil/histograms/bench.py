@@ -497,10 +497,23 @@ def load_rows(paths) -> list:
 
     from .evaluation import EvalRow
 
+    from ..errors import DataError
+
     rows: dict = {}
     for p in paths:  # a later file's row replaces an earlier one for the same cell
-        for d in json.loads(Path(p).read_text())["accuracy"]:
-            r = EvalRow.from_dict(d)
+        try:
+            found = json.loads(Path(p).read_text(encoding="utf-8"))["accuracy"]
+            parsed = [EvalRow.from_dict(d) for d in found]
+        except FileNotFoundError:
+            raise DataError("not found", path=str(p)) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise DataError(f"cannot be read ({exc.__class__.__name__}: {exc})",
+                            path=str(p)) from None
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise DataError("is not the JSON of an accuracy run (`veil bench histograms "
+                            f"--accuracy -o FILE.json`): {exc.__class__.__name__}: {exc}",
+                            path=str(p)) from None
+        for r in parsed:
             rows[(r.dataset, r.method, r.epsilon, r.scale, r.workload, r.n)] = r
     return list(rows.values())
 

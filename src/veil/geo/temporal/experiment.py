@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 
 from ...datasets import shared_data_path
+from ...errors import ParameterError
 from ...random import make_rng, spawn
+from ...validation import check_choice, check_int
 from .geolife import load_geolife, to_cells
 from .grid import beijing_grid
 from .markov import MarkovModel
@@ -55,6 +57,11 @@ def test_trajectories(seqs: list[np.ndarray], users: list[str], steps: int
     return out
 
 
+#: the Markov models of :func:`run_geolife_experiment`: one from every trajectory, or each
+#: user's own
+MODEL_KINDS = ("popular", "personal")
+
+
 def run_geolife_experiment(*, epsilons=(1.0,), deltas=(0.01,), steps: int = 500, reps: int = 3,
                            max_trajectories: int = 40, model_kind: str = "popular",
                            mechanisms=("pim", "lm"), seed: int | None = None,
@@ -70,8 +77,18 @@ def run_geolife_experiment(*, epsilons=(1.0,), deltas=(0.01,), steps: int = 500,
     gives the adversary (and the release loop) the true first cell, i.e. assumes the
     starting point is public -- a stronger adversary, and much smaller delta-sets.
     """
+    check_choice(model_kind, "model_kind", MODEL_KINDS)
+    for value, name in ((steps, "steps"), (reps, "reps"), (max_trajectories, "max_trajectories")):
+        check_int(value, name, minimum=1)
+    if not len(epsilons) or not len(deltas):
+        raise ParameterError("epsilons and deltas need at least one value each")
     grid, seqs, users = load_beijing()
     tests = test_trajectories(seqs, users, steps)[:max_trajectories]
+    if not tests:  # said "need at least one array to concatenate"
+        longest = max((b - a for a, b in map(_longest_run, seqs)), default=0)
+        raise ParameterError(f"steps={steps}: no GeoLife trajectory has that many consecutive "
+                             f"fixes in the region (the longest run has {longest}); use fewer "
+                             "steps")
     popular = MarkovModel.from_trajectories(seqs, grid=grid, meta={"kind": "popular"})
     models: dict[str, MarkovModel] = {}
     for u in sorted({u for u, _ in tests}):
