@@ -181,6 +181,41 @@ def test_no_output_over_the_input_or_through_a_symlink(tmp_path, capsys):
     assert (tmp_path / "elsewhere.json").read_text() == "keep"
 
 
+@pytest.mark.parametrize("command, option", [("hide", "--categories"), ("hide", "--sensitive"),
+                                             ("resemble", "--categories"),
+                                             ("avoid", "--categories")])
+def test_force_never_overwrites_a_names_file(tmp_path, capsys, command, option):
+    """``--categories @FILE`` / ``--sensitive @FILE`` name inputs: ``-o FILE --force`` replaced
+    the list with the output table."""
+    (tmp_path / "h.json").write_text(json.dumps({"Bar": 5, "Church": 2, "Park": 3}))
+    names = tmp_path / "names.csv"
+    names.write_text("Bar\nChurch\nPark\n" if option == "--categories" else "Church\n")
+    argv = ["visits", command, tmp_path / "h.json", "-o", names, "--force"]
+    if command == "hide":
+        argv += ["--categories", "Bar,Church,Park", "--sensitive", "Church"]
+        argv[argv.index(option) + 1] = f"@{names}"
+    else:
+        argv += ["--categories", f"@{names}", "--target", tmp_path / "h.json"]
+        argv += ["--quality-bound", "0.1"]
+    before = names.read_text()
+    code, _, err = run(argv, capsys)
+    assert code == 2 and "is the input" in err, err
+    assert names.read_text() == before
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_force_never_replaces_a_pipe_or_device(tmp_path, capsys):
+    """``-o /dev/null --force`` (as root) replaced the device with a regular file."""
+    (tmp_path / "h.json").write_text(json.dumps({"Bar": 5, "Church": 2}))
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    code, _, err = run(["visits", "hide", tmp_path / "h.json", "-s", "Church", "--categories",
+                        "Bar,Church", "-o", fifo, "--force"], capsys)
+    assert code == 2 and "not a regular file" in err, err
+    assert not os.path.isfile(fifo) and os.path.exists(fifo)
+    assert not (tmp_path / "pipe.csv.meta.json").exists()
+
+
 # --------------------------------------------------------------------------- defect 5
 @pytest.mark.parametrize("name, hint", [("church", "did you mean 'Church'"),
                                         ("Chruch", "did you mean 'Church'"),

@@ -16,7 +16,7 @@ Conventions
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 import functools
 import inspect
 import os
@@ -254,6 +254,15 @@ def _command_line() -> str:
     return shlex.join(["veil", *map(str, argv)])
 
 
+def _option_values(values: Iterable[Any]) -> Iterator[Any]:
+    """The parameter values, with lists and tuples (repeated options) flattened once."""
+    for v in values:
+        if isinstance(v, list | tuple):
+            yield from v
+        else:
+            yield v
+
+
 def writes_files(*input_params: str) -> Callable:
     """Decorate a command that writes files (below ``@app.command``).
 
@@ -278,6 +287,10 @@ def writes_files(*input_params: str) -> Callable:
             for name in input_params:
                 v = arg.get(name)
                 paths.extend(v if isinstance(v, list | tuple) else [v])
+            # an option value "@FILE" (a list of names read from FILE) names an input too, in
+            # any parameter: `-o cats.csv --force` replaced `--categories @cats.csv`
+            paths.extend(v[1:] for v in _option_values(arg.values())
+                         if isinstance(v, str) and v.startswith("@") and len(v) > 1)
             paths = [p for p in paths if isinstance(p, str | os.PathLike) and os.path.exists(p)]
             with output_policy(paths, force=bool(arg.get("force", False))):
                 with session(ledger=arg.get("ledger"), spend_again=bool(arg.get("spend_again")),

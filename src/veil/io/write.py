@@ -23,6 +23,7 @@ import contextvars
 import errno
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -149,6 +150,11 @@ def check_output_target(target: str | os.PathLike, name: str = "output") -> Path
     if os.path.islink(target):
         raise ParameterError(f"{name}: {str(target)!r} is a symbolic link; veil never writes "
                              "through a link: remove it or choose another output name")
+    if os.path.lexists(target) and not stat.S_ISREG(os.lstat(target).st_mode):
+        # `-o /dev/null --force` (as root) replaced the device with a regular file
+        raise ParameterError(f"{name}: {str(target)!r} is not a regular file (a device, pipe "
+                             "or socket); veil writes outputs as regular files only: choose "
+                             "another output name")
     if os.fspath(target) in _OWN_TEMPS.get():
         return target
     pol = _POLICY.get()
