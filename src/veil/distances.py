@@ -23,7 +23,7 @@ from scipy.special import rel_entr
 from .errors import ParameterError
 from .validation import check_choice, check_finite_array
 
-__all__ = ["BIN_DISTANCES", "bin_terms", "histogram_distance", "normalize",
+__all__ = ["BIN_DISTANCES", "bin_terms", "step_terms", "histogram_distance", "normalize",
            "haversine_m", "planar_distance", "EARTH_RADIUS_M"]
 
 EARTH_RADIUS_M = 6_371_008.8  # mean Earth radius (IUGG), metres
@@ -65,6 +65,47 @@ BIN_DISTANCES: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "chi2": _chi2_terms,
     "hellinger": _hellinger_terms,
 }
+
+
+def step_terms(p: np.ndarray, q: np.ndarray, d: float, distance: str = "js") -> np.ndarray:
+    """``term(p, q + d) - term(p, q)`` per bin, computed without the cancellation of
+    subtracting two terms (broadcasting; ``d > 0``).
+
+    The cost of one more visit in a bin is this step with ``d = 1 / size``. Subtracting two
+    evaluated terms of order 1 loses every digit of a step of order ``d`` once the size is
+    large: `visits hide` with 10^15 visits to place returned an allocation 1 % off the
+    optimum while reporting it exact. Each distance's step is rewritten so that it is a
+    sum of terms of the step's own order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p, q = np.array([0.3, 0.0]), np.array([0.2, 0.1])
+    >>> direct = bin_terms(p, q + 0.01, "js") - bin_terms(p, q, "js")
+    >>> bool(np.allclose(step_terms(p, q, 0.01, "js"), direct))
+    True
+    """
+    distance = check_choice(distance, "distance", tuple(BIN_DISTANCES))
+    p = np.asarray(p, dtype=np.float64)
+    b = np.asarray(q, dtype=np.float64)
+    a = b + d
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if distance == "l2":  # (p - a)^2 - (p - b)^2 = d (a + b - 2p)
+            return d * ((a - p) + (b - p))
+        if distance == "l1":
+            return np.where(b >= p, d, np.where(a <= p, -d, (a - p) - (p - b)))
+        if distance == "hellinger":  # 1/2 [d - 2 sqrt(p) (sqrt a - sqrt b)]
+            return 0.5 * d * (1.0 - 2.0 * np.sqrt(p) / (np.sqrt(a) + np.sqrt(b)))
+        if distance == "chi2":  # (p - q)^2 / (p + q) = (p + q) - 4p + 4p^2 / (p + q)
+            return np.where(p > 0, d * (1.0 - 4.0 * p * p / ((p + a) * (p + b))), d)
+        if distance == "kl":  # p log(p / a) - p log(p / b) = -p log(1 + d / b)
+            return np.where(p > 0, -p * np.log1p(d / b), 0.0)
+        # js: 1/2 [p log(2p/(p+q)) + q log(2q/(p+q))]; with L(q) = log(2q / (p + q)):
+        # 1/2 [-p log1p(d / (p + b)) + d L(a) + b (log1p(d / b) - log1p(d / (p + b)))]
+        la = np.log(2.0 * a / (p + a))
+        lp = np.log1p(d / (p + b))
+        tail = np.where(b > 0, b * (np.log1p(d / b) - lp), 0.0)
+        return 0.5 * (np.where(p > 0, -p * lp, 0.0) + d * la + tail)
 
 
 def normalize(h: np.ndarray, name: str = "histogram") -> np.ndarray:

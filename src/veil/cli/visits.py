@@ -30,6 +30,7 @@ import numpy as np
 import typer
 
 from ..errors import DataError, ParameterError, PrivacyWarning
+from ..validation import check_int
 from .common import (DELIMITER, FORCE, INPUT_FORMAT, OUTPUT_FORMAT, answer, done, input_options, status,
                      writes_files)
 
@@ -470,6 +471,8 @@ def _run_checked(problem: str, input_path: Path, *, output, report, sensitive, c
     tax = _taxonomy(taxonomy)
     if rollup_depth is not None and tax is None:
         raise ParameterError("--rollup-depth needs --taxonomy")
+    if rollup_depth is not None:
+        check_int(rollup_depth, "--rollup-depth", minimum=0)
     ropts = input_options(input_path, input_format, delimiter)
     checkin = is_checkin_file(input_path, user_column, **ropts)
     if checkin and output is None:
@@ -520,7 +523,15 @@ def _run_checked(problem: str, input_path: Path, *, output, report, sensitive, c
     else:
         if kind == "per-user":
             raise ParameterError("a per-user --target file needs a check-in input")
-        labels, values = read_histogram(input_path, **ropts)
+        try:
+            labels, values = read_histogram(input_path, **ropts)
+        except DataError as exc:
+            if "needs a category column" in str(exc):  # a check-in table named otherwise
+                what = str(exc).split(": ", 1)[1] if exc.path is not None else str(exc)
+                raise DataError(f"{what}; for a check-in table (one row per visit), name its "
+                                f"user column with --user-column (no column {user_column!r})",
+                                path=str(input_path)) from None
+            raise
         if np.asarray(values).size == 0:
             raise DataError("holds an empty histogram (no categories, no counts)",
                             path=str(input_path))

@@ -952,12 +952,28 @@ def _to_numpy(col) -> np.ndarray:
     return col.to_numpy(zero_copy_only=False)
 
 
+class _DuplicateKey(Exception):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """A JSON object, refusing a key given twice: ``{"Bar": 5, "Bar": 3}`` read as
+    ``{"Bar": 3}`` and 5 visits vanished from a histogram."""
+    out: dict = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
 def read_json(path: str | os.PathLike, *, what: str = "file") -> Any:
     """A small JSON document (a target histogram, a taxonomy, a sidecar, a region).
 
     The one place such files are read: any failure is a :class:`DataError` naming the file
     (missing, a folder, unreadable, not UTF-8, not JSON), never a bare decoding error. A UTF-8
-    byte-order mark, as some editors write, is accepted.
+    byte-order mark, as some editors write, is accepted. A key given twice in one object is an
+    error (plain JSON would keep the last one silently).
 
     Examples
     --------
@@ -987,10 +1003,13 @@ def read_json(path: str | os.PathLike, *, what: str = "file") -> Any:
     except OSError as exc:
         raise DataError(f"cannot read {what}: {exc.strerror or exc}", path=str(p)) from None
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise DataError(f"{what} is not valid JSON ({exc.msg} at line {exc.lineno}, column "
                         f"{exc.colno})", path=str(p)) from None
+    except _DuplicateKey as exc:
+        raise DataError(f"{what} gives the key {exc.args[0]!r} twice in one object (JSON "
+                        "keeps only the last; merge them or remove one)", path=str(p)) from None
     except RecursionError:
         raise DataError(f"{what} is nested too deeply to read", path=str(p)) from None
 

@@ -63,11 +63,13 @@ def _reader(path: str, fmt: str | None, delimiter: str | None = None) -> str:
         return f"read_parquet({lit})"
     if ext in ("json", "ndjson", "jsonl"):
         return f"read_json_auto({lit})"
+    # all_varchar: a user or category is read as written ("1e3", "2.50" and "1000", "2.5"
+    # were four users; typed as numbers they became two, published as "1000.0" and "2.5")
     if delimiter is not None:  # given: used as is (else DuckDB's sniffer finds it)
-        return f"read_csv({lit}, delim={sql.literal(delimiter)}, header=true)"
+        return f"read_csv({lit}, delim={sql.literal(delimiter)}, header=true, all_varchar=true)"
     if ext in ("tsv", "txt"):
-        return f"read_csv({lit}, delim='\t', header=true)"
-    return f"read_csv({lit}, header=true)"
+        return f"read_csv({lit}, delim='\t', header=true, all_varchar=true)"
+    return f"read_csv({lit}, header=true, all_varchar=true)"
 
 
 def load_checkins(path: Any, *, user_column: str = "user",

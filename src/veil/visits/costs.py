@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..distances import BIN_DISTANCES, bin_terms
+from ..distances import BIN_DISTANCES, bin_terms, step_terms
 from ..errors import ParameterError
 from ..validation import check_choice
 
@@ -98,9 +98,20 @@ class QualityCost:
         return self(np.arange(m)[:, None], np.arange(R + 1)[None, :])
 
     def marginal(self, idx, k):
-        """``cost(k + 1) - cost(k)``; ``inf`` where the step is forbidden."""
-        a = self(idx, k)
-        b = self(idx, np.asarray(k) + 1)
-        with np.errstate(invalid="ignore"):
-            d = b - a
-        return np.where(np.isnan(d) | np.isinf(b), np.inf, d)
+        """``cost(k + 1) - cost(k)``; ``inf`` where the step is forbidden.
+
+        Float costs use :func:`veil.distances.step_terms`, the step computed directly (the
+        difference of two costs lost its digits at large sizes); the integer ``l1`` cost is
+        exact either way."""
+        if self.l1_exact:
+            a = self(idx, k)
+            b = self(idx, np.asarray(k) + 1)
+            with np.errstate(invalid="ignore"):
+                d = b - a
+            return np.where(np.isnan(d) | np.isinf(b), np.inf, d)
+        hb = self.hb[idx]
+        x = self.base[idx] + np.asarray(k, dtype=np.float64)
+        d = step_terms(hb / self.N, x / self.size, 1.0 / self.size, self.distance)
+        if self.forbid is not None:
+            d = np.where(self.forbid[idx], np.inf, d)
+        return np.where(np.isnan(d), np.inf, d)

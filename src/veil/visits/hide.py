@@ -293,6 +293,10 @@ def hide(histogram: Any, *, sensitive: Any, distance: str = "js", r: int | None 
         raise InfeasibleError("the sensitive set covers every visited place: nothing is left "
                               "to redistribute the visits into (remove some sensitive places)")
     size = N - K + r
+    if size >= 2**53:  # float64 costs; r = 10^20 overflowed int64 ("internal error")
+        raise ParameterError(f"r={r}: the sanitized size N - K + r = {size:,} must stay below "
+                             f"2^53 = {2**53:,} (visits are computed in float64, which holds "
+                             "whole numbers exactly only below that)")
     cost = QualityCost(h, free, size, distance, forbid_unvisited=forbid_unvisited,
                        l1_exact=True, max_units=r)
     m = free.size

@@ -55,7 +55,9 @@ def read_profile(path: str | Path, *, what: str = "histogram", delimiter: str | 
         for k, v in zip(labels or range(len(vals)), vals):
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise DataError(f"value for {k!r} must be a number, got {v!r}", path=str(p))
-        return labels, np.asarray(vals, dtype=np.float64)
+            if isinstance(v, int) and abs(v) >= EXACT_LIMIT:  # before float64 rounds it
+                _too_large(what, k, v, p)
+        return labels, _checked(labels, np.asarray(vals, dtype=np.float64), what, p)
     import duckdb
 
     from ..io.read import shared_sql
@@ -83,7 +85,40 @@ def read_profile(path: str | Path, *, what: str = "histogram", delimiter: str | 
         raise DataError("empty category name", path=str(p), column=cat)
     if any(r[2] for r in rows):
         raise DataError("empty value", path=str(p), column=val)
-    return [r[0] for r in rows], np.asarray([r[1] for r in rows], dtype=np.float64)
+    labels = [r[0] for r in rows]
+    return labels, _checked(labels, np.asarray([r[1] for r in rows], dtype=np.float64), what, p)
+
+
+#: Values (and their total) must stay below 2^53: the solvers compute in float64, which holds
+#: every whole number exactly only below it (9007199254740993 visits were published as
+#: ...992, and "the size is kept" failed)
+EXACT_LIMIT = 2**53
+
+
+def _scale_hint(what: str) -> str:
+    return " (scale the weights down: only their proportions matter)" if what == "target" else ""
+
+
+def _too_large(what: str, key, value, p: Path):
+    shown = f"{value:,}" if isinstance(value, int) else f"about {value:.6g}"
+    raise DataError(f"{what} value for {key!r} is {shown}, not below 2^53 = {EXACT_LIMIT:,}: "
+                    "visits are computed in float64, which holds whole numbers exactly only "
+                    f"below that{_scale_hint(what)}", path=str(p))
+
+
+def _checked(labels, vals: np.ndarray, what: str, p: Path) -> np.ndarray:
+    """``vals``, refusing any value or a total of 2^53 or more in absolute value (an infinite
+    total of finite weights made `visits resemble` keep the input, "certified optimal")."""
+    big = np.flatnonzero(~(np.abs(vals) < EXACT_LIMIT))
+    if big.size:
+        i = int(big[0])
+        _too_large(what, labels[i] if labels is not None else i, float(vals[i]), p)
+    total = float(np.sum(np.abs(vals), dtype=np.float64)) if vals.size else 0.0
+    if not total < EXACT_LIMIT:
+        raise DataError(f"the {what}'s values add up to about {total:.6g}, not below 2^53 = "
+                        f"{EXACT_LIMIT:,}: visits are computed in float64, which holds whole "
+                        f"numbers exactly only below that{_scale_hint(what)}", path=str(p))
+    return vals
 
 
 def read_histogram(path: str | Path, *, delimiter: str | None = None,

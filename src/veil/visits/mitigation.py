@@ -71,7 +71,9 @@ class Resample:
     profile: Any = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "size", check_int(self.size, "resample size", minimum=1))
+        # below 2^53 like every visit count (float64 costs; 1e20 overflowed in numpy)
+        object.__setattr__(self, "size", check_int(self.size, "resample size", minimum=1,
+                                                   maximum=2**53 - 1))
         mix = check_probability(self.mix, "resample mix")
         if mix >= 1.0:
             raise ParameterError(f"resample mix must be < 1 (1 would ignore the data), got {mix}")

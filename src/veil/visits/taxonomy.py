@@ -25,6 +25,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from ..errors import DataError, ParameterError
+from ..validation import check_int
 
 __all__ = ["Taxonomy", "FOURSQUARE_2012_ALIASES", "foursquare_taxonomy"]
 
@@ -253,6 +254,7 @@ class Taxonomy:
 
     def ancestor(self, name: str, depth: int = 0) -> str:
         """The ancestor of ``name`` at ``depth`` (0 = its root); itself if shallower."""
+        depth = check_int(depth, "depth", minimum=0)  # -1 looped for ever past the root
         i = self.index[self.resolve(name)]
         while self.depth[i] > depth:
             i = int(self.parents[i])
