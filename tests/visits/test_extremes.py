@@ -139,6 +139,13 @@ def test_a_target_with_an_infinite_total_is_refused(tmp_path, capsys):
                                      tmp_path / "o.csv"], "t.json", "scale the weights down")
 
 
+def test_resemble_refuses_a_target_whose_total_overflows():
+    from veil.visits import resemble
+
+    with pytest.raises(ParameterError, match="scale them down"):
+        resemble([6, 2, 0, 2], [1e308, 1e308, 1, 1], quality_bound=0.05)
+
+
 def test_a_json_key_given_twice_is_refused(tmp_path, capsys):
     """{"Bar": 5, "Bar": 3, ...} was read as Bar = 3: five visits vanished."""
     (tmp_path / "d.json").write_text('{"Bar": 5, "Bar": 3, "Church": 1, "Park": 1}')
@@ -167,3 +174,36 @@ def test_a_checkin_table_without_the_user_column_says_so(tmp_path, capsys):
     fails_cleanly(tmp_path, capsys, ["visits", "hide", tmp_path / "c.csv", "-s", "Bar",
                                      "--categories", "Bar,Cafe", "-o", tmp_path / "o.csv"],
                   "c.csv", "--user-column", "'user'")
+
+
+def test_an_unknown_category_names_the_target_file(tmp_path, capsys):
+    """An unknown category in a per-user --target file was reported against the input file."""
+    (tmp_path / "c.csv").write_text("user,category\nu1,Bar\nu1,Cafe\nu2,Cafe\n")
+    (tmp_path / "t.csv").write_text("user,category,weight\nu1,Bar,1\nu1,Zoo,2\nu2,Cafe,1\n")
+    (tmp_path / "t.json").write_text('{"Bar": 1, "Zoo": 2}')
+    for t in ("t.csv", "t.json"):
+        err = fails_cleanly(tmp_path, capsys, ["visits", "resemble", tmp_path / "c.csv",
+                                               "--target", tmp_path / t, "--categories",
+                                               "Bar,Cafe", "--quality-bound", "0.1", "-o",
+                                               tmp_path / "o.csv"], "'Zoo'", f"file {tmp_path / t}")
+        assert "c.csv" not in err
+
+
+def test_a_json_checkin_table_is_read_as_checkins(tmp_path, capsys):
+    """A JSON array of check-in rows was read as one histogram ("value for 0 must be a
+    number"); it gives the same release as the same rows in CSV."""
+    rows = [("u1", "Bar"), ("u1", "Cafe"), ("u1", "Cafe"), ("u2", "Cafe"), ("u2", "Bar")]
+    (tmp_path / "c.json").write_text(json.dumps([{"user": u, "category": c} for u, c in rows]))
+    (tmp_path / "c.csv").write_text("user,category\n" + "".join(f"{u},{c}\n" for u, c in rows))
+    outs = []
+    for name in ("c.json", "c.csv"):
+        out = tmp_path / f"o-{name}.csv"
+        code, _, err = run(["visits", "hide", tmp_path / name, "-s", "Bar", "--categories",
+                            "Bar,Cafe", "-o", out], capsys)
+        assert code == 0, err
+        outs.append(out.read_text())
+    assert outs[0] == outs[1] and "u2" in outs[0]
+    (tmp_path / "n.json").write_text(json.dumps([{"usr": "u1", "category": "Bar"}]))
+    fails_cleanly(tmp_path, capsys, ["visits", "hide", tmp_path / "n.json", "-s", "Bar",
+                                     "--categories", "Bar,Cafe", "-o", tmp_path / "x.csv"],
+                  "n.json", "check-in table", "--user-column")

@@ -183,7 +183,9 @@ def _domain(*, categories, tax, depth, target_labels, data_labels, from_data, is
                          "(or --domain-from-data, which is not private)")
 
 
-def _positions(labels, domain, what: str, source: str) -> np.ndarray:
+def _positions(labels, domain, what: str, source: str, path=None) -> np.ndarray:
+    """Positions of ``labels`` in ``domain``; ``path``: the file the labels came from (an
+    unknown category in a --target file was reported against the input file)."""
     pos = {n: i for i, n in enumerate(domain)}
     out = np.empty(len(labels), dtype=np.int64)
     for i, lab in enumerate(labels):
@@ -191,14 +193,15 @@ def _positions(labels, domain, what: str, source: str) -> np.ndarray:
             hint = difflib.get_close_matches(str(lab), domain, n=1)
             extra = f"; did you mean {hint[0]!r}?" if hint else ""
             raise DataError(f"{what}: category {lab!r} is not in the category domain (from "
-                            f"{source}, {len(domain)} categories){extra}")
+                            f"{source}, {len(domain)} categories){extra}",
+                            path=None if path is None else str(path))
         out[i] = pos[lab]
     return out
 
 
-def _on_domain(labels, values, domain, what, source) -> np.ndarray:
+def _on_domain(labels, values, domain, what, source, path=None) -> np.ndarray:
     out = np.zeros(len(domain))
-    np.add.at(out, _positions(labels, domain, what, source), values)
+    np.add.at(out, _positions(labels, domain, what, source, path), values)
     return out
 
 
@@ -400,7 +403,7 @@ def _per_user_targets(path, users, domain, tax, depth, user_column, category_col
                         path=str(path)) from None
     upos = {u: i for i, u in enumerate(users)}
     labels = _canon([r[1] for r in rows], tax, depth, "--target")
-    cpos = _positions(labels, domain, "--target", source)
+    cpos = _positions(labels, domain, "--target", source, path)
     T = np.zeros((len(users), len(domain)))
     for (u, _, v), c in zip(rows, cpos):
         if v is None or not np.isfinite(v) or v < 0:
@@ -433,7 +436,7 @@ def _mitigation(resample_size, resample_mix, resample_profile, domain, tax, dept
                 raise ParameterError("--resample-profile names categories but the histogram is "
                                      "a plain list")
             profile = _on_domain(_canon(pl, tax, depth, "--resample-profile"), pv, domain,
-                                 "--resample-profile", source)
+                                 "--resample-profile", source, resample_profile)
     return Resample(size=resample_size, mix=resample_mix or 0.0, profile=profile)
 
 
@@ -526,7 +529,8 @@ def _run_checked(problem: str, input_path: Path, *, output, report, sensitive, c
         try:
             labels, values = read_histogram(input_path, **ropts)
         except DataError as exc:
-            if "needs a category column" in str(exc):  # a check-in table named otherwise
+            if ("needs a category column" in str(exc)  # a check-in table named otherwise
+                    or "is a check-in table" in str(exc)):
                 what = str(exc).split(": ", 1)[1] if exc.path is not None else str(exc)
                 raise DataError(f"{what}; for a check-in table (one row per visit), name its "
                                 f"user column with --user-column (no column {user_column!r})",
@@ -561,7 +565,7 @@ def _run_checked(problem: str, input_path: Path, *, output, report, sensitive, c
         if tl is None:
             tgt = np.asarray(tv, dtype=np.float64)
         else:
-            tgt = _on_domain(tl, tv, domain, "--target", source)
+            tgt = _on_domain(tl, tv, domain, "--target", source, target)
         if tgt.sum() <= 0:
             raise ParameterError("--target puts no weight on any category of the domain")
     elif kind == "per-user":

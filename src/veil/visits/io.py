@@ -48,6 +48,10 @@ def read_profile(path: str | Path, *, what: str = "histogram", delimiter: str | 
             labels = [str(k) for k in data]
             vals = list(data.values())
         elif isinstance(data, list):
+            if any(isinstance(v, dict) for v in data):
+                raise DataError(f"a list of objects is a check-in table, not a {what}: a JSON "
+                                f"{what} is an object {{category: count}} or a list of numbers",
+                                path=str(p))
             labels, vals = None, data
         else:
             raise DataError(f"a JSON {what} must be an object {{category: count}} or a list",
@@ -132,8 +136,8 @@ def is_checkin_file(path: str | Path, user_column: str, *, delimiter: str | None
     """True when ``path`` is a check-in table with a user column (not one histogram)."""
     p = Path(path)
     kind = format or p.suffix.lower().lstrip(".")
-    if kind == "json":
-        return False
+    if kind == "json" and not _json_records(p):
+        return False  # an object {category: count} or a list of counts: one histogram
     if kind == "parquet":
         return True
     import duckdb
@@ -141,8 +145,20 @@ def is_checkin_file(path: str | Path, user_column: str, *, delimiter: str | None
     from ..io.read import shared_sql
 
     lit = sql.path(p)
+    reader = f"read_json_auto({lit})" if kind == "json" else _csv(lit, delimiter)
     try:
-        cols = shared_sql(f"SELECT * FROM {_csv(lit, delimiter)} LIMIT 0").columns
+        cols = shared_sql(f"SELECT * FROM {reader} LIMIT 0").columns
     except duckdb.Error:
         return False
     return user_column in cols
+
+
+def _json_records(p: Path) -> bool:
+    """Whether a JSON file is an array of objects (check-in rows), from its first bytes: a
+    JSON check-in table was read as one histogram ("value for 0 must be a number")."""
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(4096).decode("utf-8-sig", errors="replace").lstrip()
+    except OSError:
+        return False
+    return head.startswith("[") and head[1:].lstrip().startswith("{")

@@ -438,8 +438,13 @@ def _solve(problem: str, histogram, target, *, quality_bound, privacy_threshold,
     if (tgt < 0).any():
         i = int(np.flatnonzero(tgt < 0)[0])
         raise ParameterError(f"target[{i}] must be >= 0, got {tgt[i]!r}")
-    if tgt.sum() <= 0:
+    with np.errstate(over="ignore"):
+        tgt_total = float(tgt.sum())
+    if tgt_total <= 0:
         raise ParameterError("target sums to 0: it must put weight on at least one bin")
+    if not np.isfinite(tgt_total):  # [1e308, 1e308, ...] normalized to NaN: "certified optimal"
+        raise ParameterError("target's weights add up to more than float64 holds: scale them "
+                             "down (only their proportions matter)")
     if labels is not None:
         labels = tuple(str(v) for v in labels)
         if len(labels) != h.size:
