@@ -207,3 +207,20 @@ def test_a_json_checkin_table_is_read_as_checkins(tmp_path, capsys):
     fails_cleanly(tmp_path, capsys, ["visits", "hide", tmp_path / "n.json", "-s", "Bar",
                                      "--categories", "Bar,Cafe", "-o", tmp_path / "x.csv"],
                   "n.json", "check-in table", "--user-column")
+
+
+def test_messages_show_values_as_the_user_wrote_them(tmp_path, capsys):
+    """A missing per-user target printed "e.g. np.str_('u2')"; a NaN target weight was said
+    to be "not below 2^53"."""
+    (tmp_path / "c.csv").write_text("user,category\nu1,Bar\nu1,Cafe\nu2,Cafe\n")
+    (tmp_path / "t.csv").write_text("user,category,weight\nu1,Bar,1\n")
+    err = fails_cleanly(tmp_path, capsys, ["visits", "resemble", tmp_path / "c.csv", "--target",
+                                           tmp_path / "t.csv", "--categories", "Bar,Cafe",
+                                           "--quality-bound", "0.1", "-o", tmp_path / "o.csv"],
+                        "e.g. 'u2'")
+    assert "np." not in err
+    (tmp_path / "h.json").write_text("[6, 2, 0, 2]")
+    (tmp_path / "n.json").write_text("[1, NaN, 1, 1]")
+    fails_cleanly(tmp_path, capsys, ["visits", "resemble", tmp_path / "h.json", "--target",
+                                     tmp_path / "n.json", "--quality-bound", "0.1", "-o",
+                                     tmp_path / "o.csv"], "n.json", "finite number, got nan")

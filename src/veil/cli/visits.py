@@ -414,7 +414,7 @@ def _per_user_targets(path, users, domain, tax, depth, user_column, category_col
     missing = [users[i] for i in np.flatnonzero(T.sum(axis=1) <= 0)]
     if missing:
         raise DataError(f"{len(missing)} users of the input have no target weight, e.g. "
-                        f"{missing[0]!r}", path=str(path))
+                        f"{str(missing[0])!r}", path=str(path))
     return T
 
 

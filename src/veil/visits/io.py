@@ -113,6 +113,12 @@ def _too_large(what: str, key, value, p: Path):
 def _checked(labels, vals: np.ndarray, what: str, p: Path) -> np.ndarray:
     """``vals``, refusing any value or a total of 2^53 or more in absolute value (an infinite
     total of finite weights made `visits resemble` keep the input, "certified optimal")."""
+    bad = np.flatnonzero(~np.isfinite(vals))
+    if bad.size:
+        i = int(bad[0])
+        key = labels[i] if labels is not None else i
+        raise DataError(f"{what} value for {key!r} must be a finite number, got "
+                        f"{float(vals[i])!r}", path=str(p))
     big = np.flatnonzero(~(np.abs(vals) < EXACT_LIMIT))
     if big.size:
         i = int(big[0])
