@@ -144,6 +144,27 @@ def _same_path(a: Path, b: Path) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
+def check_ledger_apart(ledger: str | os.PathLike, outputs: Sequence[str | os.PathLike]) -> None:
+    """Refuse an output that is the ledger (or one of SQLite's files beside it) or a folder
+    holding it.
+
+    ``--ledger out.csv -o out.csv --force`` replaced the ledger holding the charge with the
+    release, and the next release of the dataset started from zero.
+    """
+    real = os.path.realpath(ledger)
+    own = {real} | {real + suffix for suffix in ("-journal", "-wal", "-shm")}
+    for o in outputs:
+        ro = os.path.realpath(o)
+        if ro in own:
+            raise ParameterError(f"--ledger: {os.fspath(ledger)!r} is also an output of this "
+                                 f"command ({os.fspath(o)!r}); the ledger must be a file of its "
+                                 "own")
+        if real.startswith(ro.rstrip(os.sep) + os.sep):
+            raise ParameterError(f"--ledger: {os.fspath(ledger)!r} is inside the output "
+                                 f"{os.fspath(o)!r}, which the command writes; keep the ledger "
+                                 "elsewhere")
+
+
 def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
@@ -491,6 +512,7 @@ class Ledger:
         check_choice(budget, "budget", BUDGETS)
         check_choice(unit, "unit", UNITS)
         amount = check_nonnegative(amount, "amount")
+        check_ledger_apart(self.path, outputs)
         words = _BUDGET_WORDS[budget]
         with self._txn() as c:
             dataset, note = self._resolve(c, ident, read, label)
@@ -576,9 +598,13 @@ class Ledger:
         Refused for a committed entry (spent budget never comes back) and, unless ``force``,
         while one of the reservation's outputs exists (it may have been published).
         """
+        reservation_id = str(reservation_id).strip()
+        if len(reservation_id) < 4:  # "" (and "_", "%" as LIKE patterns) matched any entry
+            raise ParameterError(f"reservation id {reservation_id!r}: give the id shown by "
+                                 "`veil budget show` (at least its first 4 characters)")
         with self._txn() as c:
-            row = c.execute("SELECT * FROM entries WHERE id = ? OR id LIKE ?",
-                            (reservation_id, reservation_id + "%")).fetchall()
+            row = c.execute("SELECT * FROM entries WHERE id = ? OR substr(id, 1, ?) = ?",
+                            (reservation_id, len(reservation_id), reservation_id)).fetchall()
             if len(row) != 1:
                 raise ParameterError(f"{'no' if not row else 'several'} ledger entries match "
                                      f"{reservation_id!r} (see `veil budget show`)")
@@ -795,6 +821,7 @@ def charge(source: Any, *, amount: float, unit: str, budget: str = "epsilon",
     label = label if label is not None else (os.fspath(source) if isinstance(
         source, str | os.PathLike) else "table")
     path = ledger_path(s.ledger)
+    check_ledger_apart(path, outputs)  # before the ledger is opened (and created)
     if read is not None:  # a column the command reads but the input lacks: name the input
         try:
             identity.prints(read)

@@ -580,3 +580,44 @@ def test_map_publish_is_charged_per_person_and_refused_on_a_copy(tmp_path, capsy
     # an existing output is refused without --force, replaced with it (budget permitting)
     code, _, err = veil(capsys, *base[:2], pts, *base[2:], "-o", tmp_path / "m1.csv")
     assert code == 2 and "--force" in err, err
+
+
+# ------------------------------------------------------------- the ledger is not an output
+@pytest.mark.parametrize("which", ["data", "sidecar"])
+def test_the_ledger_is_never_an_output(tmp_path, capsys, hist, which):
+    """`--ledger out.csv -o out.csv --force` wrote the release, then the ledger (holding the
+    charge) was replaced by it: the next release of the dataset started from zero."""
+    out = tmp_path / "out.csv"
+    ledger = out if which == "data" else tmp_path / "out.csv.meta.json"
+    code, _, err = _noise(capsys, hist, out, "--ledger", ledger)
+    assert code == 2 and "--ledger" in err and "also an output" in err, err
+    assert not out.exists() and not ledger.exists()
+    # a ledger with spend, then an attempt to write over it with --force
+    assert _noise(capsys, hist, tmp_path / "first.csv", "--ledger", ledger)[0] == 0
+    before = ledger.read_bytes()
+    code, _, err = _noise(capsys, hist, out, "--ledger", ledger, "--force", "--spend-again")
+    assert code == 2 and "also an output" in err, err
+    assert ledger.read_bytes() == before
+    (ds,) = show(capsys, "--ledger", ledger)
+    assert ds["spent"]["epsilon"] == 1.0
+
+
+def test_budget_release_matches_an_id_not_a_pattern(tmp_path, capsys, hist):
+    """`veil budget release ""` (or "_", "%": SQL LIKE patterns) released any reservation."""
+    from veil.identity import identity_of_file
+    from veil.ledger import Ledger
+
+    ledger = tmp_path / "l.sqlite"
+    with Ledger(ledger) as led:
+        r = led.reserve(identity_of_file(hist), amount=0.5, unit="record", command="test",
+                        label="census")
+    for bad in ("", "_", "%", "%%%%", r.id[:3]):
+        code, _, err = veil(capsys, "budget", "release", bad, "--ledger", ledger)
+        assert code == 2 and ("reservation id" in err or "no ledger entries match" in err), \
+            (bad, err)
+    (ds,) = show(capsys, "--ledger", ledger)
+    assert ds["reserved"]["epsilon"] == 0.5
+    code, _, err = veil(capsys, "budget", "release", r.id[:6], "--ledger", ledger)
+    assert code == 0 and "available again" in err, err
+    code, _, err = veil(capsys, "budget", "release", r.id, "--ledger", ledger)
+    assert code == 0 and "already released" in err and "available again" not in err, err

@@ -180,7 +180,9 @@ def release_cmd(
         raise ParameterError(f"ledger {path} does not exist: nothing to release")
     with contextlib.closing(Ledger(path)) as led:
         e = led.cancel(reservation, force=force, why="veil budget release")
+    already = e["state"] == "released"  # the entry as it was before this command
     done({"released": e["id"], "budget": e["budget"], "amount": float(e["amount"]),
-          "input": e["input"]},
+          "input": e["input"], "already_released": already},
+         f"reservation {e['id']} was already released: nothing changed" if already else
          f"released reservation {e['id']}: {_words(e['budget'])} {e['amount']:.6g} of "
          f"{e['input']} is available again")
