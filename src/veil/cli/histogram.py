@@ -308,14 +308,28 @@ def publish_cmd(
 def _read_counts(path: Path, column: str, **options) -> np.ndarray:
     if Path(path).suffix.lower() == ".npy":
         try:
+            with open(path, "rb") as fh:
+                magic = fh.read(6)
+        except OSError as exc:
+            raise DataError(f"cannot be read: {exc.strerror or exc}", path=str(path)) from None
+        if magic != b"\x93NUMPY":
+            raise DataError("is not a .npy file (no NumPy header)", path=str(path))
+        try:
             return np.asarray(np.load(path, allow_pickle=False), dtype=np.float64)
         except (OSError, ValueError, TypeError) as exc:
-            raise DataError(f"cannot be read as a .npy array of numbers: {exc}",
+            # numpy's own text advises loading "unsafely" with allow_pickle: never for a user
+            why = ("it holds Python objects, which veil does not load"
+                   if "allow_pickle" in str(exc) else str(exc).splitlines()[0])
+            raise DataError(f"cannot be read as a .npy array of numbers ({why})",
                             path=str(path)) from None
     from ..io import read_columns
 
     return np.asarray(read_columns(path, columns={column: "float"}, **options)[column],
                       dtype=np.float64)
+
+
+#: The most random ranges `histogram evaluate` draws (memory grows with them)
+MAX_QUERIES = 10**6
 
 
 @app.command("evaluate")
@@ -343,6 +357,8 @@ def evaluate_cmd(
 
     check_column_option(column, "--column")
     check_column_option(true_column, "--true-column")
+    # the protocol uses 2000; 2 x 10^7 took 1.3 GB and 10^8 about 6 GB
+    check_int(queries, "--queries", minimum=1, maximum=MAX_QUERIES)
     est = _read_counts(published, column, **input_options(published, input_format, delimiter))
     if Path(true).suffix.lower() == ".npy":
         tru = check_counts(_read_counts(true, true_column), f"--true {str(true)!r}")
@@ -361,8 +377,13 @@ def evaluate_cmd(
                         path=str(true))
     q = make_workload(workload, tru.size, size=queries, rng=make_rng(seed=seed)
                       if seed is not None else None)
-    err = scaled_error(q, tru, est)
-    mae = float(np.mean(np.abs(answer_queries(q, tru) - answer_queries(q, est))))
+    with np.errstate(over="ignore", invalid="ignore"):
+        err = scaled_error(q, tru, est)
+        mae = float(np.mean(np.abs(answer_queries(q, tru) - answer_queries(q, est))))
+    if not (np.isfinite(err) and np.isfinite(mae)):  # was "scaled_error": "inf", exit 0
+        raise DataError(f"the published counts (up to {float(np.abs(est).max()):.3g}) are too "
+                        "large: their range sums overflow float64", path=str(published),
+                        column=column)
     answer({"workload": workload, "queries": int(q.shape[0]), "scaled_error": err,
             "mean_abs_error": mae, "records": int(tru.sum()), "bins": int(tru.size)})
 
