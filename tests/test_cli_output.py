@@ -465,3 +465,22 @@ def test_exact_prints_a_parameter_that_reads_back():
     for x in (1.0, 0.5, 1e-6, 0.1234567, 0.9999999999, 1 / 3, 2.0 ** -40, 1e300):
         assert float(exact(x)) == x
     assert exact(1.0) == "1" and exact(0.5) == "0.5" and exact(1e-6) == "1e-06"
+
+
+def test_a_warning_is_one_veil_line(tmp_path):
+    """docs/cli.md: warnings print as `veil: warning: ...`; a privacy warning printed Python's
+    `/path/to/veil/cli/histogram.py:230: PrivacyWarning: ...` and the source line under it.
+    (A real process: pytest captures warnings in-process.)"""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "v.csv").write_text("v\n1\n5\n9\n")
+    env = {**os.environ, "VEIL_HOME": str(tmp_path / "home")}
+    env.pop("VEIL_LEDGER", None)
+    proc = subprocess.run([sys.executable, "-m", "veil", "histogram", "publish", "v.csv", "-c",
+                           "v", "--bins", "2", "--bins-from-data", "-e", "1", "-o", "h.csv"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "veil: privacy warning: --bins-from-data" in proc.stderr, proc.stderr
+    assert "PrivacyWarning" not in proc.stderr and ".py:" not in proc.stderr

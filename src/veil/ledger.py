@@ -704,7 +704,14 @@ def check_other_ledgers(ident: DatasetIdentity, read: Sequence[str] | None, curr
         seen.add(key)
         try:
             other = Ledger(p, readonly=True)
-        except (DataError, sqlite3.Error, OSError):
+        except (DataError, sqlite3.Error, OSError) as exc:  # was skipped silently
+            import warnings
+
+            from .errors import PrivacyWarning
+
+            warnings.warn(f"ledger {p} (used before from this account) cannot be read "
+                          f"({str(exc).splitlines()[0]}): budget recorded there for this "
+                          "dataset is not checked", PrivacyWarning, stacklevel=2)
             continue
         with contextlib.closing(other):
             ds = other.find(ident, read)

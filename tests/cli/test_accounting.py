@@ -621,3 +621,14 @@ def test_budget_release_matches_an_id_not_a_pattern(tmp_path, capsys, hist):
     assert code == 0 and "available again" in err, err
     code, _, err = veil(capsys, "budget", "release", r.id, "--ledger", ledger)
     assert code == 0 and "already released" in err and "available again" not in err, err
+
+
+def test_an_unreadable_registered_ledger_is_a_warning(tmp_path, capsys, hist):
+    """A registered ledger that cannot be read was skipped silently: the spend recorded
+    there was not checked and nothing said so."""
+    other = tmp_path / "other.sqlite"
+    assert _noise(capsys, hist, tmp_path / "a.csv", "--ledger", other)[0] == 0
+    other.write_text("garbage")
+    with pytest.warns(Warning, match="other.sqlite .* cannot be read.*not checked"):
+        code, _, err = _noise(capsys, hist, tmp_path / "b.csv")
+    assert code == 0, err

@@ -224,6 +224,12 @@ def command():
     return cmd
 
 
+def _format_warning(message, category, filename, lineno, line=None) -> str:
+    """A warning printed by ``veil``: one line naming its kind, without veil's source line."""
+    kind = "privacy warning" if category.__name__ == "PrivacyWarning" else "warning"
+    return f"veil: {kind}: {_one_line(message)}\n"
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
@@ -240,6 +246,11 @@ def main(argv: list[str] | None = None) -> None:
     _STATE.update(argv=args, quiet=False, json=False, json_printed=False)
     debug = "--debug" in args
     cx = _click_exceptions()
+    import warnings
+
+    old_format = warnings.formatwarning
+    if not debug:  # `veil: warning: ...` (docs/cli.md), not Python's "file:line: Category:"
+        warnings.formatwarning = _format_warning
     try:
         _warn_deprecated(args)
         rv = _command().main(args=args, prog_name="veil", standalone_mode=False)
@@ -269,6 +280,8 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo(f"veil: internal error: {type(exc).__name__}: {_one_line(exc)} "
                    f"(rerun with --debug)", err=True)
         raise SystemExit(1) from None
+    finally:
+        warnings.formatwarning = old_format
     # standalone_mode=False returns a command's return value, or the exit code of a
     # `typer.Exit` raised inside a callback (e.g. --version, --help). Typer turns a
     # KeyboardInterrupt inside a command into Exit(130), returned here without a word.
