@@ -64,6 +64,8 @@ def test_cli_equals_library(points, method):
     assert pm.grid == GRID
     meta = pm.meta
     assert meta["parameters"]["protects"] == "user" and meta["parameters"]["max_points"] == 10
+    # the sidecar's top-level unit (what `veil budget` and readers take) said "record"
+    assert meta["protects"] == "user" and lib.protects == "user"
     assert meta["mechanism"] == lib.mechanism
     assert any("protects one person" in n for n in meta["notes"])
     assert any("--seed" in n for n in meta["notes"])
@@ -332,3 +334,14 @@ def test_publish_names_its_stages_on_a_terminal_only(points, monkeypatch, capsys
     assert _publish(points, "pts.csv", "m2.parquet", "ag") == 0  # not a terminal
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [err.strip()] and err.startswith("ag: 8x16 map")
+
+
+def test_record_level_map_states_record_and_json_summary_agrees(points, capsys, repeat_releases):
+    """`--protects record` states "record"; a per-person map's --json summary says "user"."""
+    assert run(["map", "publish", str(points / "pts.csv"), "--protects", "record", "--bbox",
+                BOX, "--grid", "8x16", "-e", "1", "-m", "identity", "--seed", "7", "-o",
+                str(points / "r.csv")]) == 0
+    assert json.loads((points / "r.csv.meta.json").read_text())["protects"] == "record"
+    capsys.readouterr()
+    assert _publish(points, "pts.csv", "u.csv", "identity", ["--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["protects"] == "user"

@@ -103,7 +103,8 @@ def publish_points(path, grid: MapGrid, *, epsilon, method: str = "auto", lat: s
                   scale=scale, rng=g_mech, **params)
     unit = unit_text(pc.protects, pc.max_points, user)
     return dataclasses.replace(
-        rel, parameters={**rel.parameters, "grid": grid.to_dict(), "protects": pc.protects,
+        rel, protects=pc.protects,  # the sidecar's top-level unit (it said "record" per user)
+        parameters={**rel.parameters, "grid": grid.to_dict(), "protects": pc.protects,
                          "max_points": pc.max_points, "unit": unit, "input": pc.source,
                          "engine": engine},
         notes=(*rel.notes, f"protects {unit}"))
