@@ -26,35 +26,43 @@ WORK = typer.Option(None, "--work-dir",
                     help="Private work folder (staging, unpublished parts, the noise key; "
                          "mode 0700). Default: .NAME.veil-work beside the output NAME.")
 SPEND = SPEND_AGAIN
-BUCKETS = typer.Option(None, "--buckets", help="Units of work (default: ~200k rows each).")
+BUCKETS = typer.Option(None, "--buckets", help="Units of work (default: one per about 10,000 "
+                                                "users published, at least 16).")
 LEDGER = _LEDGER
 USER = typer.Option("user", "--user-column", help="Column holding the user identifier.")
 OUT = typer.Option(..., "--output", "-o", help="Output folder (Parquet parts + _manifest.json).")
 
 
-def _run(task: str, input: Path, output: Path, params: dict[str, Any], *, user_column: str,
+def _job(task: str, input: Path, output: Path, params: dict[str, Any], *, user_column: str,
          columns: dict[str, str], engine: str, workers: int, resume: bool,
          scheduler: Optional[str], spend_again: bool, buckets: Optional[int],
          ledger: Optional[Path], seed: Optional[int],
          work_dir: Optional[Path] = None, insecure_scheduler: bool = False,
-         finish: bool = True) -> tuple[dict, str]:
-    """Run one job; its summary ends the command (``done``) unless ``finish`` is false."""
-    from ..engine import Job, run_job
+         output_option: str = "--output"):
+    from ..engine import Job
 
-    res = run_job(Job(input, output, task, params=params, user_column=user_column,
-                      columns=columns, engine=engine, workers=workers, resume=resume,
-                      scheduler=scheduler, spend_again=spend_again, buckets=buckets,
-                      ledger=ledger, seed=seed, progress=not quiet(), work_dir=work_dir,
-                      insecure_scheduler=insecure_scheduler))
+    return Job(input, output, task, params=params, user_column=user_column,
+               columns=columns, engine=engine, workers=workers, resume=resume,
+               scheduler=scheduler, spend_again=spend_again, buckets=buckets,
+               ledger=ledger, seed=seed, progress=not quiet(), work_dir=work_dir,
+               insecure_scheduler=insecure_scheduler, output_option=output_option)
+
+
+def _run(task: str, input: Path, output: Path, params: dict[str, Any], *,
+         finish: bool = True, **kw: Any) -> tuple[dict, str]:
+    """Run one job; its summary ends the command (``done``) unless ``finish`` is false."""
+    from ..engine import run_job
+
+    res = run_job(_job(task, input, output, params, **kw))
     # no input row count: the summary is a log of a private input (users and rows out are
-    # what the published parts show anyway)
+    # what the published parts show anyway; users counts the published users only)
     summary = {"task": task, "output": str(res.output), "users": int(res.users),
                "rows_out": int(res.rows_out), "buckets": int(res.buckets),
                "epsilon_per_user": float(res.epsilon_per_user),
                "already_complete": res.rows_in is None}
     if res.rows_in is None:
         text = (f"already complete and verified: {res.users:,} users, {res.rows_out:,} "
-                f"rows out in {res.buckets} parts; epsilon per user "
+                f"rows out in {res.parts} part(s) ({res.buckets} buckets); epsilon per user "
                 f"{exact(res.epsilon_per_user)}; output {res.output}")
     else:
         summary.update(buckets_run=int(res.buckets_run), seconds=round(float(res.seconds), 3))
@@ -144,9 +152,9 @@ def visits(
     resample_size: Optional[int] = typer.Option(
         None, "--resample-size", help="Mitigation: resample every user's sanitized histogram "
                                       "to this public size (randomized)."),
-    resample_mix: float = typer.Option(0.0, "--resample-mix",
-                                       help="Mitigation: share of the mass moved to the uniform "
-                                            "profile before resampling."),
+    resample_mix: Optional[float] = typer.Option(
+        None, "--resample-mix", help="Mitigation (with --resample-size): share of the mass "
+                                     "moved to the uniform profile before resampling."),
     category_column: str = typer.Option("category", "--category-column"),
     user_column: str = USER, engine: str = ENGINE, workers: int = WORKERS, resume: bool = RESUME,
     scheduler: Optional[str] = SCHEDULER, buckets: Optional[int] = BUCKETS,
@@ -162,6 +170,12 @@ def visits(
 
     cats = _names(categories, "--categories")
     sens = _names(sensitive, "--sensitive")
+    if resample_size is None and resample_mix is not None:
+        raise ParameterError("--resample-mix needs --resample-size")  # as `veil visits hide`
+    if resample_size is not None:
+        from ..engine.tasks import check_resample_size
+
+        check_resample_size(resample_size, "--resample-size")
     if taxonomy:
         from ..visits.taxonomy import Taxonomy, foursquare_taxonomy
 
@@ -179,6 +193,15 @@ def visits(
         sens = sorted(set(picked))
         if not sens:
             raise ParameterError("--sensitive selects no category of the --categories domain")
+    elif not allow_unmatched:
+        unknown = [s for s in sens if s not in set(cats)]
+        if unknown:
+            import difflib
+
+            hint = difflib.get_close_matches(unknown[0], cats, n=1)
+            raise ParameterError(f"--sensitive {unknown[0]!r} is not in the --categories domain"
+                                 f"{f'; did you mean {hint[0]!r}?' if hint else ''} (or pass "
+                                 "--allow-unmatched to ignore it)")
     if seed is not None and resample_size is None:
         raise ParameterError("--seed only fixes the randomness of --resample-size")
     params = {"categories": cats, "sensitive": sens, "distance": distance,
@@ -186,25 +209,50 @@ def visits(
     if allow_unmatched:
         params["allow_unmatched"] = True
     if resample_size is not None:
-        params.update(resample_size=resample_size, resample_mix=resample_mix)
-    if report is not None and Path(report).resolve() == Path(output).resolve():
-        raise ParameterError("--report must be another folder than --output")
+        params.update(resample_size=resample_size, resample_mix=resample_mix or 0.0)
     common = dict(user_column=user_column, columns={"category": category_column},
                   engine=engine, workers=workers, resume=resume, scheduler=scheduler,
                   spend_again=False, buckets=buckets, ledger=None)
     if report is None:
         _run("visits-hide", input, output, params, seed=seed, work_dir=work_dir, **common)
         return
-    # two jobs (the report has its own private work folder): with --json, one summary of both
+    # two jobs (the report has its own private work folder): with --json, one summary of both.
+    # The report's folder is checked before the first job runs: nothing is published when
+    # --report cannot be written
+    det = {k: v for k, v in params.items() if k not in ("resample_size", "resample_mix")}
+    rep = dict(common, seed=None, work_dir=Path(f"{work_dir}-report") if work_dir else None,
+               output_option="--report")
+    _check_report(report, output, work_dir, _job("visits-hide-report", input, report, det,
+                                                 **rep))
     first, text = _run("visits-hide", input, output, params, seed=seed, work_dir=work_dir,
                        finish=False, **common)
     if not json_mode():
         status(text)
-    det = {k: v for k, v in params.items() if k not in ("resample_size", "resample_mix")}
-    second, text2 = _run("visits-hide-report", input, report, det, seed=None,
-                         work_dir=Path(f"{work_dir}-report") if work_dir else None,
-                         finish=False, **common)
+    second, text2 = _run("visits-hide-report", input, report, det, finish=False, **rep)
     done({**first, "report": second}, text2)
+
+
+def _check_report(report: Path, output: Path, work_dir: Optional[Path], job) -> None:
+    """Refuse a --report folder that the report job would refuse, before anything runs."""
+    import os
+
+    from ..engine.runner import preflight, work_dir_for
+    from ..errors import ParameterError
+
+    r, o = os.path.realpath(report), os.path.realpath(output)
+    if r == o:
+        raise ParameterError("--report must be another folder than --output")
+    for a, b, what in ((r, o, "inside --output"), (o, r, "around --output (it holds it)"),
+                       (r, str(work_dir_for(o, work_dir)),
+                        "inside the --output job's work folder")):
+        try:
+            inside = os.path.commonpath([a, b]) == b
+        except ValueError:
+            inside = False
+        if inside:
+            raise ParameterError(f"--report {str(report)!r} is {what}: choose a folder apart "
+                                 "from --output")
+    preflight(job)
 
 
 @app.command("trajectories")

@@ -6,6 +6,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,8 +43,8 @@ class Job:
     columns : dict, optional
         Map from the task's column names to the input's, when they differ.
     buckets : int, optional
-        Number of user buckets (units of work). Default: about 200,000 input
-        rows per bucket, at least 16.
+        Number of user buckets (units of work). Default: one per about 10,000
+        users the task publishes, at least 16 (:func:`veil.engine.runner.default_buckets`).
     seed : int, optional
         **Experiments only**: derives the noise key from the seed, so two jobs with
         the same seed draw the same noise. Never publish seeded output. Without a
@@ -71,6 +72,9 @@ class Job:
     work_dir : str or Path, optional
         The private work folder (staging, unpublished parts, the noise key). Default
         ``.NAME.veil-work`` beside the output folder ``NAME``, on the same file system.
+    output_option : str
+        How error messages name ``output`` (the command-line option that gave it, e.g.
+        ``--report``); it does not change the job.
     """
 
     input: str | Path
@@ -90,6 +94,7 @@ class Job:
     progress: bool = True
     work_dir: str | Path | None = None
     insecure_scheduler: bool = False
+    output_option: str = "--output"
 
     def __post_init__(self) -> None:
         self.output = Path(self.output)
@@ -162,6 +167,7 @@ class JobResult:
     seconds: float
     engine: str
     workers: int
+    parts: int | None = None  # the part files published (buckets with published rows)
 
     @property
     def users_per_second(self) -> float:
@@ -174,8 +180,60 @@ def _atomic_write_text(path: Path, text: str) -> None:
     write_file(Path(path), text.encode())
 
 
-def read_manifest(output: Path) -> dict[str, Any] | None:
-    """The manifest of an output folder (``None`` if it has none; a link is refused)."""
+#: A published part's name (``part-`` and the bucket number): a manifest naming any other
+#: file (``../x``, a path) is damaged
+PART_NAME = re.compile(r"part-[0-9]{5,}\.parquet")
+
+
+def _is_count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def manifest_problem(man: Any) -> str | None:
+    """What makes ``man`` no veil manifest (wrong types, a part named outside the folder),
+    or ``None``. Fields an older veil did not write may be absent; a complete manifest
+    needs the ones a run reports (``buckets``, ``users``, ``rows_out``, ``parts``).
+
+    >>> manifest_problem({"parts": 5})
+    "'parts' is 5, not an object of part files"
+    """
+    if not isinstance(man, dict):
+        return f"it holds {type(man).__name__}, not a JSON object"
+    for key in ("buckets", "users", "rows_out", "format"):
+        if key in man and not _is_count(man[key]):
+            return f"{key!r} is {man[key]!r}, not a whole number >= 0"
+    for key in ("status", "job_fingerprint", "epsilon_unit", "started", "finished"):
+        if key in man and not isinstance(man[key], str):
+            return f"{key!r} is {man[key]!r}, not text"
+    if "job" in man and not isinstance(man["job"], dict):
+        return f"'job' is {man['job']!r}, not an object"
+    eps = man.get("epsilon_per_user", 0)
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps >= 0:
+        return f"'epsilon_per_user' is {eps!r}, not a number >= 0"
+    parts = man.get("parts", {})
+    if not isinstance(parts, dict):
+        return f"'parts' is {parts!r}, not an object of part files"
+    for name, info in parts.items():
+        if not PART_NAME.fullmatch(name):
+            return f"'parts' names {name!r}, not a part file of the folder"
+        if not isinstance(info, dict) or not _is_count(info.get("rows")) \
+                or not isinstance(info.get("sha256"), str):
+            return f"part {name!r} is {info!r}, not {{'rows': count, 'sha256': text}}"
+    if man.get("status") == "complete":
+        missing = [k for k in ("buckets", "users", "rows_out", "parts", "epsilon_per_user")
+                   if k not in man]
+        if missing:
+            return f"it says complete but has no {', '.join(map(repr, missing))}"
+    return None
+
+
+def read_manifest(output: Path, advice: str = "remove the folder or choose another "
+                                              "--output") -> dict[str, Any] | None:
+    """The manifest of an output folder (``None`` if it has none; a link is refused).
+
+    An unreadable or damaged manifest (not JSON, wrong types) is a :class:`DataError` naming
+    the manifest file and ending with ``advice`` (what the caller's user should do).
+    """
     p = Path(output) / MANIFEST
     if not os.path.lexists(p):
         p = Path(output) / LEGACY_MANIFEST  # a folder written before the rename
@@ -185,12 +243,13 @@ def read_manifest(output: Path) -> dict[str, Any] | None:
         fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         with os.fdopen(fd, "rb") as fh:
             man = json.loads(fh.read().decode())
-        if not isinstance(man, dict):
-            raise ValueError("not a JSON object")
-        return man
     except (OSError, ValueError) as exc:
-        raise DataError(f"manifest is unreadable ({exc}); remove the folder or choose another "
-                        "--output", path=str(p)) from None
+        raise DataError(f"manifest is unreadable ({exc}); {advice}", path=str(p)) from None
+    problem = manifest_problem(man)
+    if problem:
+        raise DataError(f"manifest is damaged or not a veil manifest ({problem}); {advice}",
+                        path=str(p))
+    return man
 
 
 def staging_source(job: Job, src: str, columns: list[str]) -> str:

@@ -45,6 +45,12 @@ class Task:
     input_domain : callable, optional
         ``params -> {column: [allowed values]}``: a closed public domain; a row outside it
         is an error before any bucket runs.
+    published_if : callable, optional
+        For a task that leaves some users out of its output: ``params -> {column: [values]}``,
+        a user is published iff one of their rows holds one of the listed values in every
+        listed column. The engine sizes the default number of buckets on the users that
+        will be published, so that the published folder does not depend on users it leaves
+        out (default: every user with a row is published).
     """
 
     name: str
@@ -57,6 +63,7 @@ class Task:
     extra: dict[str, Any] = field(default_factory=dict)
     column_kinds: dict[str, str] = field(default_factory=dict)
     input_domain: Callable[[dict[str, Any]], dict[str, list[str]]] | None = None
+    published_if: Callable[[dict[str, Any]], dict[str, list[str]]] | None = None
 
 
 _TASKS: dict[str, Task] = {}

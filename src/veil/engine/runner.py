@@ -6,11 +6,14 @@ by default ``.OUT.veil-work`` beside it, mode 0700):
 * ``WORK/lock`` and ``WORK/workers.lock``: one job per output folder, no orphan beside it
   (:mod:`veil.engine.lock`);
 * ``WORK/job.json``: the job's state (fingerprint, per-bucket content digests of what was
-  staged, phase); ``WORK/key``: the noise key (:mod:`veil.engine.keys`);
+  staged, phase); ``WORK/job-id``: the id of the job owning the folder, which every bucket
+  checks before it runs (``job.json`` grows with the buckets: reading it per bucket made a
+  job quadratic in them); ``WORK/key``: the noise key (:mod:`veil.engine.keys`);
 * ``WORK/staging/bucket=B/*.parquet``: the input's needed columns hashed into buckets (raw
   rows: never in ``OUT``);
 * ``WORK/parts/part-B.parquet`` and ``WORK/markers/part-B.json``: finished buckets and their
-  row counts and SHA-256, not yet published.
+  row counts and SHA-256, not yet published. A bucket without published rows (no user, or
+  every user left out by the task) has a marker and no part.
 
 ``OUT`` does not exist (or stays empty) until every part is verified: then
 ``WORK/parts`` with its ``_manifest.json`` is renamed to ``OUT`` in one step, and ``WORK`` is
@@ -27,6 +30,7 @@ import json
 import math
 import os
 import secrets
+import shlex
 import shutil
 import time
 from dataclasses import dataclass
@@ -51,12 +55,15 @@ from .pool import WorkerLostError
 from .registry import get_task
 
 __all__ = ["run_job", "run_bucket", "bucket_arrays", "work_dir_for", "verify_output",
-           "StagingDamagedError", "InputChangedError", "USERS_PER_BUCKET"]
+           "preflight", "StagingDamagedError", "InputChangedError", "USERS_PER_BUCKET"]
 
 USERS_PER_BUCKET = 10_000
 MIN_BUCKETS = 16
 WORK_SUFFIX = ".veil-work"
 STATE = "job.json"
+#: ``WORK/job-id``: the id of the job that owns the work folder (a few bytes, written with the
+#: state): each bucket checks it, so its cost does not grow with the number of buckets
+OWNER = "job-id"
 STAGING = "staging"
 PARTS = "parts"
 MARKERS = "markers"
@@ -238,8 +245,15 @@ def inspect_input(job: Job, task, params: dict[str, Any], con) -> Plan:
     exprs = [_staged_expr(kinds[a], n, types[n], path) for a, n in needed.items()]
     aliases = list(needed)
     domains = task.input_domain(params) if task.input_domain else {}
+    # the users that size the default number of buckets: those the task publishes, so that
+    # the published folder does not depend on users it leaves out (Task.published_if)
+    shown = task.published_if(params) if task.published_if else {}
+    where = " AND ".join(
+        f"list_contains([{', '.join(sql.literal(v) for v in vals)}], "
+        f"{exprs[aliases.index(a)]})" if vals else "false"
+        for a, vals in shown.items()) or "true"
     aggs = ["count(*)", f"count(*) FILTER (WHERE {exprs[0]} IS NULL)",
-            f"approx_count_distinct({exprs[0]})"]
+            f"approx_count_distinct({exprs[0]}) FILTER (WHERE {where})"]
     checks: list[tuple[str, str]] = []
     for a, e in zip(aliases[1:], exprs[1:]):
         if kinds[a] == "category":
@@ -282,9 +296,10 @@ def inspect_input(job: Job, task, params: dict[str, Any], con) -> Plan:
 def default_buckets(users: int) -> int:
     """Buckets for about :data:`USERS_PER_BUCKET` users each, at least :data:`MIN_BUCKETS`.
 
-    Depends only on the number of users, which every task's output shows anyway (each user
-    gets rows); the number of input rows (private under event-level DP) never shapes the
-    published folder.
+    ``users`` counts the users the task publishes (``Task.published_if``: a user whose
+    visits are all sensitive is not counted), which the output shows anyway (each published
+    user gets rows); the number of input rows (private under event-level DP) and the users a
+    task leaves out never shape the published folder.
     """
     return max(MIN_BUCKETS, math.ceil(users / USERS_PER_BUCKET))
 
@@ -432,6 +447,25 @@ def _read_json(path: Path) -> Any:
         return None
 
 
+def _read_owner(work: Path) -> str | None:
+    """The id of the job owning ``work`` (``WORK/job-id``), ``None`` if there is none."""
+    try:
+        fd = os.open(work / OWNER, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read(200).decode("ascii", "replace").strip() or None
+    except OSError:
+        return None
+
+
+def _write_owner(work: Path, job_id: str) -> None:
+    """Record the job owning ``work`` for its buckets (rewritten by every run of the job)."""
+    if _read_owner(work) != job_id:
+        write_file(work / OWNER, job_id.encode("ascii"), mode=0o600)
+
+
 def run_bucket(spec: dict[str, Any], b: int, extra: dict[str, Any]) -> dict[str, Any]:
     """Process bucket ``b`` (runs in a worker process; also used by Dask).
 
@@ -446,8 +480,7 @@ def run_bucket(spec: dict[str, Any], b: int, extra: dict[str, Any]) -> dict[str,
     _return_freed_memory()
     work = Path(spec["work"])
     with bucket_lock(work):
-        state = _read_json(work / STATE)
-        if not state or state.get("job_id") != spec["job_id"]:
+        if _read_owner(work) != spec["job_id"]:
             raise StagingDamagedError(f"bucket {b} belongs to a run that no longer owns {work}")
         if spec.get("task_module"):
             importlib.import_module(spec["task_module"])  # registers the task in this process
@@ -480,10 +513,12 @@ def run_bucket(spec: dict[str, Any], b: int, extra: dict[str, Any]) -> dict[str,
         rows_in = int(tbl.num_rows)
         del tbl  # the arrays hold what the task needs: free the Arrow copy before it runs
         rng = bucket_rng(extra["entropy"])
-        n_users = len(user_ids)
+        # "users_out" and "rows_out" count what is PUBLISHED: a task may leave users out (all of
+        # a user's visits sensitive, every point invalid), and the manifest must not count them
         info = {"bucket": b, "job_id": spec["job_id"], "rows_in": rows_in,
-                "rows_out": 0, "users": n_users, "sha256": None}
-        if n_users:  # an empty bucket has no part (every part has the task's full schema)
+                "rows_out": 0, "users_out": 0, "sha256": None}
+        table = None
+        if len(user_ids):
             try:
                 out = task.per_bucket(arrays, spec["params"], rng)
             except Exception as exc:
@@ -494,7 +529,12 @@ def run_bucket(spec: dict[str, Any], b: int, extra: dict[str, Any]) -> dict[str,
             table = pa.table({"user": user_ids.take(pa.array(codes)),
                               **{k: v if isinstance(v, pa.Array) else pa.array(v)
                                  for k, v in out.items()}})
+            info["users_out"] = int(np.unique(codes).size)
             del out, codes
+        # a part exists iff the bucket has published rows: which parts exist is then a
+        # function of the published rows alone (every part has the task's full schema), never
+        # of users the task left out nor of an empty bucket's missing schema
+        if table is not None and table.num_rows:
             sink = pa.BufferOutputStream()
             pq.write_table(table, sink)
             data = sink.getvalue().to_pybytes()
@@ -520,11 +560,13 @@ def work_dir_for(output: str | Path, work_dir: str | Path | None = None) -> Path
 def _resolve_output(job: Job) -> Path:
     """The output folder, resolved once (links in the given path are followed here only)."""
     given = Path(job.output)
+    opt = job.output_option
     out = Path(os.path.realpath(given))
     if not out.parent.is_dir():
-        raise ParameterError(f"--output: folder {str(given.parent)!r} does not exist")
+        raise ParameterError(f"{opt}: folder {str(given.parent)!r} does not exist")
     if os.path.lexists(out) and not out.is_dir():
-        raise DataError("output exists and is not a folder", path=str(given))
+        raise DataError(f"{opt} exists and is not a folder; {opt} names a folder to create",
+                        path=str(given))
     return out
 
 
@@ -544,7 +586,8 @@ def _check_not_over_input(job: Job, out: Path, work: Path) -> None:
         for f in roots + files:
             if _inside(f, p) or _inside(p, f) and os.path.isdir(f) or p == f:
                 raise ParameterError(f"the {name} {p} overlaps the input {f}; veil never writes "
-                                     "over or inside its input: choose another --output")
+                                     f"over or inside its input: choose another "
+                                     f"{job.output_option}")
 
 
 def _empty_dir(path: Path) -> bool:
@@ -607,7 +650,7 @@ class _Progress:
         self.start = time.perf_counter()
 
     def advance(self, info: dict[str, Any]) -> None:
-        self.users += info.get("users", 0)
+        self.users += info.get("users_out", 0)
         if self._p is not None:
             rate = self.users / max(1e-9, time.perf_counter() - self.start)
             self._p.update(self._t, advance=1, rate=f"{rate:,.0f} users/s")
@@ -711,7 +754,10 @@ def _pending(work: Path, state: dict[str, Any]) -> tuple[list[int], dict[int, di
               and info.get("rows_in") == per[str(b)]["rows"] and not os.path.islink(part)
               and (part.is_file() and sha256_file(part) == info.get("sha256")
                    if info.get("sha256") else not os.path.lexists(part)
-                   and info.get("rows_in") == 0))
+                   and info.get("rows_out") == 0)  # no published row: no part
+              # a marker of an earlier veil (it counted the users in, "users", and kept a
+              # part without rows) is redone: bit-identically, counting published users
+              and "users_out" in info and (bool(info.get("rows_out")) or not info.get("sha256")))
         if ok:
             done[b] = info
         else:
@@ -798,7 +844,7 @@ def _copy_commit(parts: Path, out: Path) -> None:
 def _result_from_manifest(out: Path, man: dict[str, Any], job: Job, t0: float) -> JobResult:
     return JobResult(out, int(man["buckets"]), 0, None, int(man["rows_out"]), int(man["users"]),
                      float(man["epsilon_per_user"]), time.perf_counter() - t0, job.engine,
-                     job.workers)
+                     job.workers, parts=len(man["parts"]))
 
 
 def run_job(job: Job) -> JobResult:
@@ -854,27 +900,33 @@ def run_job(job: Job) -> JobResult:
             remove_tree(work)
 
 
-def _run_locked(job: Job, task, params, cost: tuple[float, str], fingerprint: str, out: Path,
-                work: Path, t0: float) -> JobResult:
-    import duckdb
+def _advice(job: Job) -> str:
+    opt = job.output_option
+    return f"remove the folder or choose another {opt}"
 
-    epsilon, unit = cost
-    wait_for_orphans(work)
-    state = _read_json(work / STATE)
-    man = read_manifest(out) if out.is_dir() else None
+
+def _check_output(job: Job, out: Path, work: Path, fingerprint: str, state: Any,
+                  man: dict[str, Any] | None) -> bool:
+    """Refuse what this job cannot run into ``out`` (read-only; the folders as they are now).
+
+    Returns True when ``out`` already holds this job, complete and verified (``--resume``).
+    The run makes these checks under its lock; :func:`preflight` makes them before a
+    command runs a first job whose output would appear before this one runs.
+    """
+    opt = job.output_option
     if man is not None:
         if man.get("job_fingerprint") != fingerprint:
-            raise DataError("output folder belongs to a different job (other input, task, "
+            raise DataError(f"{opt} folder belongs to a different job (other input, task, "
                             "parameters or seed); nothing was overwritten: choose another "
-                            "--output", path=str(job.output))
+                            f"{opt}", path=str(job.output))
         if man.get("status") != "complete" or man.get("format") != FORMAT:
-            raise DataError("output folder holds a run made by an older veil; finish it with "
+            raise DataError(f"{opt} folder holds a run made by an older veil; finish it with "
                             "that version or remove the folder", path=str(job.output))
         if not job.resume:
             raise ParameterError(
                 f"this job is already complete in {job.output}: a fresh release of the same "
                 f"users spends epsilon {man.get('epsilon_per_user')} per user again; use a new "
-                "--output together with --spend-again")
+                f"{opt} together with --spend-again")
         problems = verify_output(out, man)
         if problems:
             raise DataError(f"this completed output is damaged: {'; '.join(problems[:5])}"
@@ -882,13 +934,65 @@ def _run_locked(job: Job, task, params, cost: tuple[float, str], fingerprint: st
                             "when the job completed, so the parts cannot be recomputed without a "
                             "second noise draw: restore the folder from a copy",
                             path=str(job.output))
+        return True
+    committing = isinstance(state, dict) and state.get("phase") == "committing" \
+        and state.get("fingerprint") == fingerprint
+    if out.is_dir() and not _empty_dir(out) and not committing:
+        raise DataError(f"{opt} folder is not empty and holds no veil manifest; nothing was "
+                        f"overwritten: choose another {opt}", path=str(job.output))
+    if not isinstance(state, dict) or "staging" not in state:
+        finished = list((work / MARKERS).glob("part-*.json")) if (work / MARKERS).is_dir() \
+            else []
+        if finished:
+            raise DataError(f"the work folder {work} holds {len(finished)} finished "
+                            "bucket(s) but no job state (job.json was removed?): it cannot "
+                            f"be resumed safely; discard it (veil batch discard "
+                            f"{shlex.quote(str(job.output))} --yes) and start a new job", path=str(job.output))
+        return False
+    if state.get("fingerprint") != fingerprint:
+        raise DataError(f"the work folder {work} holds an interrupted run of a different "
+                        "job (other input, task, parameters or seed); resume it with its "
+                        "own command, or discard it (veil batch discard "
+                        f"{shlex.quote(str(job.output))} --yes) first", path=str(job.output))
+    if not job.resume:
+        raise ParameterError(f"an interrupted run of this job exists for {job.output}: "
+                             "pass --resume to finish it (each user is processed "
+                             "exactly once, with the same noise)")
+    return False
+
+
+def preflight(job: Job) -> None:
+    """Refuse now, changing nothing, what :func:`run_job` would refuse about ``job``'s output.
+
+    For a command that runs two jobs (``veil batch visits --report``): the second job's
+    output is checked before the first one publishes anything. The run checks again under
+    its lock (the folders may change in between).
+    """
+    import dataclasses
+
+    task = get_task(job.task)
+    probe = dataclasses.replace(job, params=task.validate(dict(job.params)))
+    out = _resolve_output(probe)
+    work = work_dir_for(out, probe.work_dir)
+    _check_not_over_input(probe, out, work)
+    state = _read_json(work / STATE) if work.is_dir() else None
+    man = read_manifest(out, advice=_advice(probe)) if out.is_dir() else None
+    _check_output(probe, out, work, probe.fingerprint(), state, man)
+
+
+def _run_locked(job: Job, task, params, cost: tuple[float, str], fingerprint: str, out: Path,
+                work: Path, t0: float) -> JobResult:
+    import duckdb
+
+    epsilon, unit = cost
+    wait_for_orphans(work)
+    state = _read_json(work / STATE)
+    man = read_manifest(out, advice=_advice(job)) if out.is_dir() else None
+    if _check_output(job, out, work, fingerprint, state, man):
         _clear_work(work)  # raw staging of a run killed after its commit
         return _result_from_manifest(out, man, job, t0)
     committing = isinstance(state, dict) and state.get("phase") == "committing" \
         and state.get("fingerprint") == fingerprint
-    if out.is_dir() and not _empty_dir(out) and not committing:
-        raise DataError("output folder is not empty and holds no veil manifest; nothing was "
-                        "overwritten: choose another --output", path=str(job.output))
     if out.is_dir():
         fsutil.reject_links(out)
     con = private_spill(duckdb.connect())
@@ -899,13 +1003,6 @@ def _run_locked(job: Job, task, params, cost: tuple[float, str], fingerprint: st
     fresh = not isinstance(state, dict) or "staging" not in state
     try:
         if fresh:
-            finished = list((work / MARKERS).glob("part-*.json")) if (work / MARKERS).is_dir() \
-                else []
-            if finished:
-                raise DataError(f"the work folder {work} holds {len(finished)} finished "
-                                "bucket(s) but no job state (job.json was removed?): it cannot "
-                                "be resumed safely; discard it (veil batch discard) and start "
-                                "a new job", path=str(job.output))
             _clear_work(work)  # leftovers of a run killed before its state was written
             try:
                 plan = inspect_input(job, task, params, con)
@@ -921,15 +1018,6 @@ def _run_locked(job: Job, task, params, cost: tuple[float, str], fingerprint: st
                 release_ledger(job, fingerprint)  # nothing was published: no phantom spend
                 raise
         else:
-            if state.get("fingerprint") != fingerprint:
-                raise DataError(f"the work folder {work} holds an interrupted run of a different "
-                                "job (other input, task, parameters or seed); resume it with its "
-                                "own command, or discard it (veil batch discard) first",
-                                path=str(job.output))
-            if not job.resume:
-                raise ParameterError(f"an interrupted run of this job exists for {job.output}: "
-                                     "pass --resume to finish it (each user is processed "
-                                     "exactly once, with the same noise)")
             state["runs"] = int(state.get("runs", 1)) + 1
             key = seed_key(job.seed) if job.seed is not None else load_key(work)
             if not committing:
@@ -954,6 +1042,7 @@ def _run_locked(job: Job, task, params, cost: tuple[float, str], fingerprint: st
                                                 path=plan.files[0])
                 state["staging"] = restaged
             _write_state(work, state)
+        _write_owner(work, state["job_id"])  # what each bucket checks (cheaply) before it runs
     except Exception as exc:
         if _interrupted(exc):
             raise KeyboardInterrupt from None
@@ -972,7 +1061,7 @@ def _run_locked(job: Job, task, params, cost: tuple[float, str], fingerprint: st
     _clear_work(work)
     return JobResult(out, buckets, len(pending), rows_in, int(manifest.get("rows_out", 0)),
                      int(manifest.get("users", 0)), epsilon, time.perf_counter() - t0,
-                     job.engine, job.workers)
+                     job.engine, job.workers, parts=len(manifest.get("parts") or {}))
 
 
 def _execute(job: Job, task, params, work: Path, state: dict[str, Any], key: bytes,
@@ -1018,7 +1107,8 @@ def _manifest(work: Path, state: dict[str, Any], infos: dict[int, dict],
     """The published description of the job: what ran, its budget, every part and its hash.
 
     Nothing in it depends on the private rows beyond what the parts themselves show (no input
-    row count, no content digest).
+    row count, no content digest; ``users`` and ``rows_out`` count the published users and
+    rows, never users a task left out; a part is listed iff its bucket has published rows).
     """
     import pyarrow.parquet as pq
 
@@ -1026,7 +1116,7 @@ def _manifest(work: Path, state: dict[str, Any], infos: dict[int, dict],
     for b in sorted(infos):
         i = infos[b]
         if not i["sha256"]:
-            continue  # an empty bucket: no part
+            continue  # no published row in this bucket: no part
         rows = pq.read_metadata(work / PARTS / _part_name(b)).num_rows
         if rows != i["rows_out"]:
             raise StagingDamagedError(f"part {b} holds {rows} rows, its marker says "
@@ -1038,7 +1128,7 @@ def _manifest(work: Path, state: dict[str, Any], infos: dict[int, dict],
             "seeded": state["seeded"],
             "buckets": int(state["staging"]["buckets"]), "status": "complete",
             "started": state["created"], "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "users": sum(i["users"] for i in infos.values()),
+            "users": sum(i["users_out"] for i in infos.values()),  # published users only
             "rows_out": sum(i["rows_out"] for i in infos.values()), "parts": parts}
 
 

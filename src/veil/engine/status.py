@@ -69,7 +69,9 @@ def job_status(output: str | Path, work_dir: str | Path | None = None) -> dict[s
     work = work_dir_for(out, work_dir)
     st: dict[str, Any] = {"output": str(output), "work": str(work),
                           "staging_left": (work / STAGING).is_dir()}
-    man = read_manifest(out) if out.is_dir() else None
+    man = read_manifest(out, advice="restore the folder from a copy (its parts cannot be "
+                                    "checked without it), or remove it") \
+        if out.is_dir() else None
     if man is not None:
         problems = verify_output(out, man) if man.get("status") == "complete" else \
             ["the manifest is not a complete veil job"]
@@ -98,7 +100,7 @@ def job_status(output: str | Path, work_dir: str | Path | None = None) -> dict[s
         try:
             good = (not part.is_symlink() and marker.get("rows_in") == per[str(b)]["rows"]
                     and (sha256_file(part) == marker.get("sha256") if marker.get("sha256")
-                         else not os.path.lexists(part)))
+                         else not os.path.lexists(part) and marker.get("rows_out") == 0))
         except OSError:
             good = False
         (done if good else damaged).append(b)
@@ -129,7 +131,8 @@ def format_status(st: dict[str, Any]) -> list[str]:
             empty = n - st["done"]
             lines.append(f"state    complete: {st['done']} part(s) verified against their "
                          f"SHA-256 in the manifest ({n} buckets"
-                         f"{f', {empty} of them empty' if empty else ''}); {st.get('users')} users")
+                         f"{f', {empty} without a published row' if empty else ''}); "
+                         f"{st.get('users')} users")
         else:
             lines.append(f"state    DAMAGED: {len(st['problems'])} problem(s) in a completed "
                          "output")

@@ -78,6 +78,25 @@ register_task(Task(
 
 
 # --------------------------------------------------------------------------- visits-hide
+#: The largest public resample size, below 2^53 like every visit count
+#: (:class:`veil.visits.Resample`): the resampling and its quality loss compute with float64,
+#: exact for whole numbers below 2^53 (numpy's sampler itself overflows past 2^63 - 1).
+MAX_RESAMPLE_SIZE = 2 ** 53 - 1
+
+
+def check_resample_size(value: Any, name: str = "resample_size") -> int:
+    """A resample size: an integer in [1, 2^53 - 1] (clear error naming ``name`` otherwise)."""
+    from ..validation import check_int
+
+    v = check_int(value, name, minimum=1)
+    if v > MAX_RESAMPLE_SIZE:
+        raise ParameterError(
+            f"{name} must be between 1 and 2^53 - 1 = {MAX_RESAMPLE_SIZE} (the resampling and "
+            "its quality loss compute in float64, exact for whole numbers below 2^53), "
+            f"got {v}")
+    return v
+
+
 def _validate_visits_hide(p: dict[str, Any]) -> dict[str, Any]:
     from ..visits.hide import check_hide_distance
 
@@ -96,7 +115,8 @@ def _validate_visits_hide(p: dict[str, Any]) -> dict[str, Any]:
         hint = difflib.get_close_matches(unknown[0], cats, n=1)
         extra = f"; did you mean {hint[0]!r}?" if hint else ""
         raise ParameterError(f"sensitive category {unknown[0]!r} is not in the domain{extra} "
-                             "(or set allow_unmatched)")
+                             "(to ignore names outside the domain: --allow-unmatched on the "
+                             "command line, allow_unmatched=True in a library call)")
     sens = sorted(set(sens) - set(unknown))
     if len(sens) == len(cats):
         raise ParameterError("every category is sensitive: there is nowhere to move visits to")
@@ -111,6 +131,7 @@ def _validate_visits_hide(p: dict[str, Any]) -> dict[str, Any]:
 
         if p.get("resample_size") is None:
             raise ParameterError("resample_mix needs resample_size")
+        check_resample_size(p["resample_size"], "resample_size")
         m = check_mitigation(Resample(size=p["resample_size"], mix=p.get("resample_mix", 0.0)),
                              out["forbid_unvisited"])
         out.update(resample_size=m.size, resample_mix=m.mix)
@@ -202,6 +223,9 @@ register_task(Task(
     epsilon=lambda p: 0.0, validate=_validate_visits_hide,
     column_kinds={"category": "category"},
     input_domain=lambda p: {"category": p["categories"]},
+    # a user whose visits are all sensitive is left out: only the others size the job
+    published_if=lambda p: {"category": [c for c in p["categories"]
+                                         if c not in set(p["sensitive"])]},
     description="sensitive location hiding (SLH) of every user's visit histogram (published "
                 "columns only)"))
 
