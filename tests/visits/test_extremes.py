@@ -224,3 +224,12 @@ def test_messages_show_values_as_the_user_wrote_them(tmp_path, capsys):
     fails_cleanly(tmp_path, capsys, ["visits", "resemble", tmp_path / "h.json", "--target",
                                      tmp_path / "n.json", "--quality-bound", "0.1", "-o",
                                      tmp_path / "o.csv"], "n.json", "finite number, got nan")
+
+
+def test_a_resample_mix_without_a_size_is_refused_even_at_zero(tmp_path, capsys):
+    """`visits hide --resample-mix 0` without --resample-size was accepted (and ignored), while
+    `batch visits` refuses it: the two commands take the option the same way."""
+    (tmp_path / "c.csv").write_text("user,category\nu1,Bar\nu1,Cafe\nu2,Cafe\n")
+    fails_cleanly(tmp_path, capsys, ["visits", "hide", tmp_path / "c.csv", "-s", "Bar",
+                                     "--categories", "Bar,Cafe", "--resample-mix", "0", "-o",
+                                     tmp_path / "o.csv"], "--resample-size")

@@ -420,7 +420,7 @@ def _per_user_targets(path, users, domain, tax, depth, user_column, category_col
 
 def _mitigation(resample_size, resample_mix, resample_profile, domain, tax, depth, source):
     if resample_size is None:
-        if resample_mix or resample_profile is not None:
+        if resample_mix is not None or resample_profile is not None:
             raise ParameterError("--resample-mix/--resample-profile need --resample-size")
         return None
     from ..visits.io import read_profile
