@@ -162,3 +162,67 @@ def test_location_noise_with_a_tiny_d_eps_epsilon_stops_at_once(capsys):
     err = capsys.readouterr().err
     assert err.startswith("veil: error:") and "use epsilon >= 0.00018" in err, err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("extra", [[], ["--grid-step", "100", "--region",
+                                        "44.1,-32.1,44.3,-31.9"],
+                                   ["--consistent-window", "60", "--time-column", "t",
+                                    "--key-file", "KEY"]])
+def test_the_ledger_records_what_the_release_spends(tmp_path, capsys, extra):
+    """The ledger recorded epsilon, the sidecar epsilon plus the snapping correction (or eps'
+    on a grid): a release passed a declared total of 0.01 by 4e-7."""
+    from veil.ledger import Ledger, ledger_path
+
+    src = tmp_path / "p.csv"
+    src.write_text("lat,lon,t\n44.2,-32.0,0\n44.21,-32.01,30\n")
+    extra = [str(tmp_path / "key.bin") if a == "KEY" else a for a in extra]
+    assert run(["budget", "set", str(src), "--total-per-metre", "0.01"]) == 0
+    out = tmp_path / "o.csv"
+    if "--grid-step" not in extra:  # eps' passes eps by ~1e-14, within the ledger's rounding
+        assert run(["location", "obfuscate", str(src), "-e", "0.01", "-o", str(out),
+                    *extra]) == 2
+        assert "would exceed the total" in capsys.readouterr().err and not out.exists()
+    assert run(["location", "obfuscate", str(src), "-e", "0.005", "-o", str(out), *extra]) == 0
+    spent = json.loads((tmp_path / "o.csv.meta.json").read_text())["budget"]
+    with Ledger(ledger_path()) as led:
+        (ds,) = led.datasets()
+        recorded = led.summary(ds).spent["epsilon_per_metre"]
+    assert spent["epsilon_per_metre"] > 0.005 and recorded == spent["epsilon_per_metre"]
+
+
+def test_consistent_obfuscation_keeps_the_other_columns_as_written(tmp_path):
+    """The time and user columns were written back as read for the computation: two
+    timestamps in nanoseconds became one float, 100 became 100.0 and user 007 became 7."""
+    src = tmp_path / "t.csv"
+    src.write_text("lat,lon,t,user\n44.1,-32.0,1600000000123456789,007\n"
+                   "44.1,-32.0,1600000000123456790,7\n44.1,-32.0,100,x\n")
+    out = tmp_path / "o.csv"
+    assert run(["location", "obfuscate", str(src), "-e", "0.01", "-o", str(out),
+                "--consistent-window", "60", "--time-column", "t", "--user-column", "user",
+                "--key-file", str(tmp_path / "k.bin")]) == 0
+    rows = [line.split(",") for line in out.read_text().splitlines()]
+    assert rows[0] == ["lat", "lon", "t", "user"]
+    assert [r[2:] for r in rows[1:]] == [["1600000000123456789", "007"],
+                                        ["1600000000123456790", "7"], ["100", "x"]]
+
+
+@pytest.mark.parametrize("extra, expect", [
+    (["--cell", "1e-300"], "--cell"), (["--cell", "1e300"], "--cell"),
+    (["--consistent-window", "1e-300"], "windows"), (["--t-big"], "windows")])
+def test_consistent_obfuscation_refuses_cells_and_windows_out_of_range(tmp_path, capsys,
+                                                                        extra, expect):
+    """--cell 1e-300 sent every report to the south pole (int64 cell indices wrapped), 1e300
+    to the north pole; t = 1e300 or a window of 1e-300 s put every report in one window."""
+    src = tmp_path / "t.csv"
+    big = extra == ["--t-big"]
+    src.write_text("lat,lon,t\n44.1,-32.0,1e300\n44.1,-32.0,-1e300\n" if big
+                   else "lat,lon,t\n44.1,-32.0,0\n44.2,-32.0,100\n")
+    argv = ["location", "obfuscate", str(src), "-e", "0.01", "-o", str(tmp_path / "o.csv"),
+            "--time-column", "t", "--key-file", str(tmp_path / "k.bin")]
+    argv += [] if big else extra
+    if "--consistent-window" not in argv:
+        argv += ["--consistent-window", "60"]
+    assert run(argv) == 2
+    err = capsys.readouterr().err
+    assert expect in err and "internal error" not in err, err
+    assert not (tmp_path / "o.csv").exists() and not (tmp_path / "k.bin").exists()

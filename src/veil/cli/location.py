@@ -176,6 +176,15 @@ def obfuscate(
         raise ParameterError("--time-column and --key-file only apply with --consistent-window")
     if consistent and grid_step is not None:
         raise ParameterError("--consistent-window cannot be combined with --grid-step")
+    if consistent:  # the public cells and window, before the input is read
+        from ..geo.geoind import PublicCells
+        from ..validation import check_positive
+
+        check_positive(window_s, "--consistent-window")
+        try:
+            PublicCells(cell)
+        except ParameterError as exc:
+            raise ParameterError(f"--cell: {exc}") from None
     if user_column is not None and not consistent:
         raise ParameterError("--user-column only applies with --consistent-window")
     if remap_prior is not None and grid_step is not None:
@@ -187,12 +196,18 @@ def obfuscate(
     if remap_prior is not None:
         prior = _read_prior(remap_prior)
     cols = {lat: "lat", lon: "lon"}
-    if consistent:
-        cols[time_column] = "float"
-        if user_column is not None:
-            cols[user_column] = "str"
     table = read_input(input, columns=cols, input_format=input_format,
                        delimiter=delimiter, keep_others=True)
+    extra = None
+    if consistent:  # read apart: the published table keeps these columns as they were
+        # (declared in the same read they were written back as floats: two timestamps in
+        # nanoseconds became one, 100 became 100.0)
+        extra = {time_column: "float"}
+        if user_column is not None:
+            extra[user_column] = "str"
+        keyed = read_input(input, columns=extra, input_format=input_format,
+                           delimiter=delimiter)
+        cols.update(extra)
     pts = np.column_stack((table.column(lat).to_numpy(), table.column(lon).to_numpy()))
     from ..io import sidecar_path
     from ..ledger import charge
@@ -208,20 +223,28 @@ def obfuscate(
         repeat = "repeat:" + hashlib.sha256(
             b"veil-consistent|" + key + f"|{eps!r}|{window_s!r}|{cell!r}|{res!r}".encode()
         ).hexdigest()
-    charge(input, budget="epsilon_per_metre", amount=eps, unit="record", read=list(cols),
+    from ..geo.geoind import obfuscation_epsilon
+
+    if consistent:  # its parameters (--cell) are checked before anything is charged
+        from ..geo.geoind import ConsistentObfuscator
+
+        ob = ConsistentObfuscator(epsilon=eps, window_s=window_s, cell_m=cell,
+                                  key=key, resolution=res)
+        ob.windows(keyed.column(time_column).to_numpy())
+
+    # what the release spends: epsilon plus the snapping correction, or eps' on a grid (the
+    # ledger recorded epsilon alone and a release could pass a declared total)
+    spend = obfuscation_epsilon(eps, resolution=res, grid_step=grid_step, region=reg)
+    charge(input, budget="epsilon_per_metre", amount=spend, unit="record", read=list(cols),
            outputs=[out, sidecar_path(out)], format=input_format, delimiter=delimiter,
            job=repeat)
     if new_key:  # only once the release is accepted: a refused run leaves no key behind
         _load_or_create_key(key_file, key)
     rng = make_rng(seed=seed)
     if consistent:
-        from ..geo.geoind import ConsistentObfuscator
-
-        ob = ConsistentObfuscator(epsilon=eps, window_s=window_s, cell_m=cell,
-                                  key=key, resolution=res)
         users = (None if user_column is None
-                 else table.column(user_column).to_numpy(zero_copy_only=False))
-        rel = ob.obfuscate(pts, t=table.column(time_column).to_numpy(), user=users)
+                 else keyed.column(user_column).to_numpy(zero_copy_only=False))
+        rel = ob.obfuscate(pts, t=keyed.column(time_column).to_numpy(), user=users)
     elif grid_step is None:
         rel = planar_laplace(pts, epsilon=eps, rng=rng, resolution=res)
     else:
@@ -235,6 +258,9 @@ def obfuscate(
         rel = dataclasses.replace(rel, value=snap_latlon(rel.value, res),
                                   parameters={**rel.parameters,
                                               "remap_prior": str(remap_prior)})
+    if not rel.epsilon <= spend * (1 + 1e-12):  # the ledger holds what the release states
+        raise RuntimeError(f"the release spends {rel.epsilon!r} per metre, the ledger reserved "
+                           f"{spend!r}")
     result = table.set_column(table.column_names.index(lat), lat, pa.array(rel.value[:, 0]))
     result = result.set_column(result.column_names.index(lon), lon, pa.array(rel.value[:, 1]))
     notes = list(rel.notes)

@@ -226,6 +226,32 @@ def planar_laplace_xy(xy: Any, *, epsilon: float | GeoDP,
                    notes=(lattice_note(res, corr), _FLOAT_NOTE), columns=("x", "y"))
 
 
+def obfuscation_epsilon(epsilon: float | GeoDP, *, resolution: float = DEFAULT_RESOLUTION_M,
+                        grid_step: float | None = None, region: Region | None = None) -> float:
+    """The epsilon per metre a release spends, from public parameters only (charge it first).
+
+    :func:`planar_laplace` and :class:`ConsistentObfuscator` spend ``epsilon`` plus the float64
+    snapping correction of ``resolution``; :func:`discretized_planar_laplace` spends eps'
+    (:func:`discretization_epsilon`) of ``grid_step`` and ``region``. Their Release budget is
+    this value: a ledger that recorded ``epsilon`` alone let a release pass a declared total.
+
+    Examples
+    --------
+    >>> e = obfuscation_epsilon(0.01)
+    >>> e == planar_laplace([[48.8566, 2.3522]], epsilon=0.01, rng=make_rng(seed=0)).epsilon
+    True
+    >>> e > 0.01
+    True
+    """
+    eps = geo_epsilon(epsilon)
+    if grid_step is not None:
+        if not isinstance(region, Region):
+            raise ParameterError("grid_step needs the public region (a Region in metres)")
+        return discretization_epsilon(eps, check_positive(grid_step, "grid_step"),
+                                      region.diameter)
+    return eps + latlon_snapping_correction(eps, check_resolution(resolution))
+
+
 def discretization_epsilon(epsilon: float, step: float, r_max: float,
                            precision: float = FLOAT64_PRECISION) -> float:
     """The adjusted epsilon' of the discretized, truncated planar Laplace mechanism.
@@ -399,8 +425,18 @@ class PublicCells:
     True
     """
 
+    #: Smallest and largest cell size (metres): below 1 cm the cell indices pass 2^62
+    #: (``--cell 1e-300`` moved every report to the south pole); above half a meridian the
+    #: one latitude band is centred on a pole (``--cell 1e300`` reported the north pole)
+    MIN_CELL_M = 0.01
+    MAX_CELL_M = math.pi * EARTH_RADIUS_M
+
     def __init__(self, cell_m: float):
         self.cell_m = check_positive(cell_m, "cell_m")
+        if not self.MIN_CELL_M <= self.cell_m <= self.MAX_CELL_M:
+            raise ParameterError(f"cell_m must lie in [{self.MIN_CELL_M}, "
+                                 f"{self.MAX_CELL_M:.0f}] metres (1 cm to half a meridian), "
+                                 f"got {self.cell_m!r}")
         self.step = self.cell_m / (EARTH_RADIUS_M * math.pi / 180.0)   # degrees of latitude
         self.n_rows = max(1, math.ceil(180.0 / self.step))
 
@@ -494,6 +530,20 @@ class ConsistentObfuscator:
     def cell_m(self) -> float:
         return self.cells.cell_m
 
+    def windows(self, t: Any) -> np.ndarray:
+        """The time window of each time ``t`` (seconds), refusing indices beyond 2^62 (the
+        int64 cast wrapped and put every report in one window)."""
+        tt = np.asarray(t, dtype=np.float64).reshape(-1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            wf = np.floor(tt / self.window_s)
+        bad = ~(np.abs(wf) < 2.0 ** 62)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ParameterError(f"t[{i}] = {float(tt[i])!r} is {float(wf[i]):.3g} windows of "
+                                 f"{self.window_s!r} s from 0: beyond 2^62 windows; use seconds "
+                                 "and a larger window")
+        return wf.astype(np.int64)
+
     def _seed(self, user: Any, row: int, col: int, window: int) -> int:
         h = hashlib.blake2b(_key_bytes(user, row, col, window), key=self._key[:64],
                             digest_size=16)
@@ -532,7 +582,7 @@ class ConsistentObfuscator:
             if users.shape != lat.shape:
                 raise ParameterError(f"user must have one label per point ({lat.size}), got "
                                      f"{users.size}")
-        windows = np.floor(tt / self.window_s).astype(np.int64)
+        windows = self.windows(tt)
         rows, cols = self.cells.cell_of(lat, lon)
         _, ucode = np.unique(users.astype(str), return_inverse=True)
         keys = np.column_stack((ucode.ravel(), rows, cols, windows))
