@@ -433,7 +433,8 @@ def test_d5_existing_outputs_need_force_and_links_are_refused(tmp_path, capsys, 
     assert victim.read_text() == "keep me" and (tmp_path / "link.csv").is_symlink()
     assert not list(tmp_path.glob(".veil-tmp*"))
     (ds,) = show(capsys)
-    assert ds["spent"]["epsilon_per_metre"] == pytest.approx(0.02)
+    # two releases of epsilon 0.01 plus the float64 snapping correction each (what they state)
+    assert 0.02 < ds["spent"]["epsilon_per_metre"] == pytest.approx(0.02, rel=1e-4)
     assert ds["totals"]["epsilon_per_metre"] == 0.05
 
 

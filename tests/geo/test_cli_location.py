@@ -151,7 +151,29 @@ def test_an_epsilon_beyond_the_earth_is_a_clear_error(tmp_path, pts, capsys, eps
     assert len(err.strip().splitlines()) == 1 and not out.exists()
     with pytest.raises(ParameterError, match="at least 1e-12 per metre"):
         planar_laplace([[39.9, 116.4]], epsilon=float(eps))
-    assert planar_laplace([[39.9, 116.4]], epsilon=1e-12).value.shape == (1, 2)
+    # at 1e-12 the float64 correction of a 1 m lattice (4e-7) is 400,000 x epsilon: refused
+    # (it was published as a 4e-7 guarantee); a lattice of 2 km keeps it below epsilon
+    with pytest.raises(ParameterError, match="too fine .*at least about 1.27e\\+03 m"):
+        planar_laplace([[39.9, 116.4]], epsilon=1e-12)
+    rel = planar_laplace([[39.9, 116.4]], epsilon=1e-12, resolution=2000.0)
+    assert rel.value.shape == (1, 2) and 1e-12 < rel.epsilon < 2e-12
+
+
+@pytest.mark.parametrize("res, expect", [("1e-9", "rounding of a displacement"),
+                                         ("0.001", "would exceed epsilon")])
+def test_a_too_fine_resolution_says_use_a_larger_one(tmp_path, pts, capsys, res, expect):
+    """`--resolution 1e-9` said "too coarse ... use a smaller resolution"; 1e-6 published
+    "epsilon 410181" per metre for 0.01 (the float64 correction, stated and charged)."""
+    out = tmp_path / "o.csv"
+    assert run(["location", "obfuscate", str(pts), "-e", "0.01", "--resolution", res, "-o",
+                str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "too fine" in err and expect in err and "larger resolution" in err, err
+    assert "smaller resolution" not in err and not out.exists()
+    assert run(["location", "obfuscate", str(pts), "-e", "0.01", "--resolution", "0.02", "-o",
+                str(out)]) == 0
+    assert json.loads((tmp_path / "o.csv.meta.json").read_text())["budget"][
+        "epsilon_per_metre"] < 0.02
 
 
 def test_location_noise_with_a_tiny_d_eps_epsilon_stops_at_once(capsys):

@@ -143,16 +143,38 @@ def snapping_correction(epsilon_per_metre: float, resolution_m: float,
     return _andres(epsilon_per_metre, resolution_m, q)
 
 
+def _finest(eps: float, u: float, q: float) -> float:
+    """A resolution (metres) whose correction stays below ``eps``, to suggest: ``q / u`` does
+    not depend on ``u``, and the correction is about ``4 u / (q u^2)`` for small ``eps u``;
+    it equals ``eps`` at ``sqrt(4 u / (q eps))`` (doubled for a margin)."""
+    return 2.0 * math.sqrt(4.0 * u / (q * eps))
+
+
 def _andres(eps: float, u: float, q: float) -> float:
     """``(1/u) ln((q + 2 e^{eps u}) / (q - 2 e^{eps u}))`` with the log-space guard."""
     log_lim = math.log(2.0) + eps * u
+    if not math.log(q) > log_lim and eps * u < 1.0:
+        # q grows like u and e^{eps u} slower while eps u < 1: a coarser lattice helps
+        # (`--resolution 1e-9` was told it was "too coarse" and to use a smaller one)
+        at_least = _finest(eps, u, q)
+        raise ParameterError(
+            f"resolution {u:g} m is too fine for the float64 sampler at eps = {eps:g} per "
+            f"metre: the rounding of a displacement passes the lattice; use a larger "
+            f"resolution (at least about {at_least:.3g} m)")
     if not math.log(q) > log_lim:
         raise ParameterError(
             f"resolution {u:g} m is too coarse for eps = {eps:g} per metre (eps * resolution "
             f"= {eps * u:.3g}): the float64 bound needs a lattice finer than the noise; use "
             f"a smaller resolution")
     lim = math.exp(log_lim)
-    return math.log1p(2 * lim / (q - lim)) / u
+    corr = math.log1p(2 * lim / (q - lim)) / u
+    if corr > eps:  # `--resolution 1e-6` published "epsilon 410181" per metre for 0.01
+        at_least = _finest(eps, u, q)
+        raise ParameterError(
+            f"resolution {u:g} m is too fine for the float64 sampler at eps = {eps:g} per "
+            f"metre: its correction ({corr:.3g} per metre) would exceed epsilon itself; use a "
+            f"larger resolution (at least about {at_least:.3g} m)")
+    return corr
 
 
 def latlon_snapping_correction(epsilon_per_metre: float, resolution_m: float) -> float:
