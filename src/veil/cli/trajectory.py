@@ -65,7 +65,7 @@ def _sequences(inputs, grid, time_column, user_column, **read_opts):
         tracks.append(tr)
         cells = grid.cell_of(tr.lat, tr.lon)
         for user, rows in split_users(tr):
-            order = rows[np.argsort(tr.t[rows], kind="stable")]
+            order = rows[np.argsort(tr.t_key[rows], kind="stable")]   # exact times
             seqs.append(cells[order])
         n_points += cells.size
         n_inside += int((cells >= 0).sum())
@@ -192,7 +192,8 @@ def release_cmd(
         "each noisy point, the point that minimizes the expected distance to the truth under "
         "the public model's posterior."),
     resolution: float = typer.Option(1.0, "--resolution", help="Public output lattice in "
-                                     "metres (float-safe); 0 = raw float output."),
+                                     "metres (float-safe); 0 = raw float output. CSV lat/lon "
+                                     "keep the digits the lattice needs (every digit for 0)."),
     time_column: Optional[str] = typer.Option(None, "--time-column", help=TIME_HELP),
     user_column: str = typer.Option("user", "--user-column",
                                     help="User column: each user's trajectory is released "
@@ -274,7 +275,9 @@ def release_cmd(
     root = make_rng(seed=seed) if seed is not None else make_rng()
     streams = spawn(root, len(groups))
     n = int(keep.sum())
-    out_t, out_ll, out_size = np.empty(n), np.empty((n, 2)), np.empty(n, dtype=np.int64)
+    # times and user ids are published as read (the release changes neither)
+    out_t, out_ll, out_size = (np.empty(n, dtype=object), np.empty((n, 2)),
+                               np.empty(n, dtype=np.int64))
     out_user = np.empty(n, dtype=object)
     pos, budgets, results = 0, [], []
     for (user, rows), g in zip(groups, streams):
@@ -287,12 +290,12 @@ def release_cmd(
             pts = remap_trajectory(r, m.grid).value
         k = rows.size
         out_t[pos:pos + k], out_ll[pos:pos + k], out_size[pos:pos + k] = (
-            track.t[rows], pts, r.set_sizes)
+            track.t_raw[rows], pts, r.set_sizes)
         out_user[pos:pos + k] = user
         pos += k
         budgets.append(r.release.epsilon)
         results.append(r)
-    has_users = any(u for u, _ in groups)
+    has_users = bool(track.has_user)
     first = results[0].release
     meta = first.metadata()
     meta["budget"] = {"kind": "pure-dp", "epsilon": float(max(budgets)),
@@ -316,7 +319,7 @@ def release_cmd(
     from ..io import atomic_paths
 
     table_text = released_table(out_t, out_ll, out_size, fmt,
-                                user=out_user if has_users else None)
+                                user=out_user if has_users else None, resolution_m=resolution)
     side_text = sidecar(to_jsonable(meta))
     try:  # both files or neither (no data file without its sidecar)
         with atomic_paths(output, sidecar_path) as (tmp_data, tmp_meta):
