@@ -248,3 +248,39 @@ def test_consistent_obfuscation_refuses_cells_and_windows_out_of_range(tmp_path,
     err = capsys.readouterr().err
     assert expect in err and "internal error" not in err, err
     assert not (tmp_path / "o.csv").exists() and not (tmp_path / "k.bin").exists()
+
+
+@pytest.mark.parametrize("argv, expect", [
+    (["noise", "--privacy", "D-eps", "-e", "1", "--radius", "1e-300"], "larger radius"),
+    (["noise", "--privacy", "geo", "-e", "0.01", "--loss", "power:1e300"], "above 20"),
+    (["risk", "-e", "1e-300", "--region", "39.85,116.3,39.95,116.45", "--cell", "250"],
+     "at least 1e-12 per metre"),
+])
+def test_location_extremes_are_clear_errors(capsys, argv, expect):
+    """`noise --privacy D-eps -e 1000` and `--radius 1e-300` stopped with "internal error:
+    ZeroDivisionError" (the staircase's density underflowed); `--loss power:1e300` printed
+    "expected_loss": inf; `risk -e 1e-300` printed NaN errors."""
+    assert run(["location", *argv]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and expect in err and "internal" not in err, err
+
+
+def test_d_eps_noise_with_a_huge_epsilon_has_a_flat_core(capsys):
+    """At eps = 1000 the members without a core underflow; the search keeps those it can
+    evaluate (a flat core), whose expected distance is finite and small."""
+    assert run(["location", "noise", "--privacy", "D-eps", "-e", "1000", "--radius", "100",
+                "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["core"] > 0 and 0 < out["expected_loss"] < 100
+
+
+def test_prior_weights_are_scaled_before_they_are_summed(tmp_path, capsys):
+    """Two weights of 1e308 said "prior must sum to 1, sums to 0.0" (the sum overflowed)."""
+    (tmp_path / "p.csv").write_text("lat,lon,weight\n39.9,116.4,1e308\n39.91,116.41,1e308\n")
+    (tmp_path / "q.csv").write_text("lat,lon,weight\n39.9,116.4,1\n39.91,116.41,1\n")
+    outs = []
+    for name in ("p.csv", "q.csv"):
+        assert run(["location", "risk", "-e", "0.005", "--prior", str(tmp_path / name),
+                    "--cell", "250"]) == 0
+        outs.append(json.loads(capsys.readouterr().out))
+    assert outs[0] == {**outs[1], "prior": outs[0].get("prior")}

@@ -289,10 +289,12 @@ def _read_prior(path: Path):
         cols = read_columns(path, columns={"lat": "lat", "lon": "lon"})   # uniform weights
         cols["weight"] = np.ones(len(cols["lat"]))
     w = np.asarray(cols["weight"], dtype=np.float64)
-    if not np.isfinite(w).all() or (w < 0).any() or not w.sum() > 0:
+    if not np.isfinite(w).all() or (w < 0).any() or not w.max(initial=0.0) > 0:
         raise DataError("weights must be finite, >= 0, with a positive sum", path=str(path),
                         column="weight")
-    return np.column_stack((cols["lat"], cols["lon"])), w
+    # only proportions matter: scaled by the largest, the sum cannot overflow (two weights
+    # of 1e308 said "prior must sum to 1, sums to 0.0")
+    return np.column_stack((cols["lat"], cols["lon"])), w / w.max()
 
 
 def _new_key(path: Path) -> bytes:
@@ -425,7 +427,10 @@ def risk(
     from ..geo.metrics import adversary_error, planar_laplace_channel
     from ..validation import check_positive
 
-    eps = check_epsilon_option(epsilon)
+    from ..geo.geoind import geo_epsilon
+
+    # an epsilon per metre below the minimum gave NaN errors (1e-300), as in `obfuscate`
+    eps = geo_epsilon(check_epsilon_option(epsilon), "--epsilon")
     cell_m = check_positive(cell, "--cell")
     if (prior is None) == (region is None):
         raise ParameterError("give exactly one of --prior FILE or --region (uniform prior)")

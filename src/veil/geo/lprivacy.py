@@ -294,7 +294,14 @@ def squared_loss() -> Loss:
 def power_loss(p: float) -> Loss:
     """``L(d) = d^p`` for ``p > 0``."""
     p = check_positive(p, "p")
+    if p > POWER_MAX:  # power:1e300 printed an overflow warning and "expected_loss": inf
+        raise ParameterError(f"power loss exponent {p:g} is above {POWER_MAX}: d^p overflows "
+                             "float64 at the distances the noise reaches")
     return Loss(f"power({p:g})", lambda d: d ** p)
+
+
+#: The largest exponent of :func:`power_loss` (10^5 m to the 20th is 1e100, far from overflow)
+POWER_MAX = 20
 
 
 def threshold_loss(delta: float) -> Loss:
@@ -783,6 +790,14 @@ def expected_loss(noise: CircularNoise, loss: Loss, *, m: int = 64, n_bracket: i
     num = _gl_integrate(num_f, edges, k)
     if _raw:
         return num * 2 * np.pi, den * 2 * np.pi
+    if den > 0 and math.isfinite(den) and not math.isfinite(num):
+        raise ParameterError(f"{loss.name}: the loss overflows float64 over {noise.name}'s "
+                             "support; use a loss that grows more slowly")
+    if not (den > 0 and math.isfinite(den) and math.isfinite(num)):
+        # e^{-slope eps} underflows beyond eps ~ 745 with no flat core (ZeroDivisionError)
+        raise ParameterError(f"{noise.name}: its density underflows (or overflows) in float64, so "
+                             "its expected loss cannot be computed; a noise with a flat core "
+                             "(core > 0) or a smaller epsilon can")
     value = num / den
     if not error:  # the search compares values only
         return Integral(value, math.nan, None, "gauss-legendre (no error estimate)")
@@ -978,11 +993,20 @@ def optimal_noise(l: Distinguishability, loss: Loss, *, max_step: float = math.i
         raise ParameterError("cores must be >= 0 and slopes in (0, 1], both non-empty")
 
     def f(c: float, a: float) -> float:
-        return expected_loss(TightNoise(l, core=c, slope=a, max_step=max_step), loss,
-                             m=32, bracket=False, error=False).value
+        try:
+            return expected_loss(TightNoise(l, core=c, slope=a, max_step=max_step), loss,
+                                 m=32, bracket=False, error=False).value
+        except ParameterError as exc:  # a member float64 cannot evaluate: not a candidate
+            if "underflows" not in str(exc):
+                raise
+            return math.inf
 
     rows = [(float(c), float(a), f(float(c), float(a))) for a in slopes for c in cores]
     table = np.array(rows)
+    if not np.isfinite(table[:, 2]).any():
+        raise ParameterError(f"{l.name}: no noise of the family can be evaluated in float64 "
+                             "(every density underflows); use a smaller epsilon (for (D, eps), "
+                             "or a larger radius D)")
     best = int(np.argmin(table[:, 2]))
     c0, a0, v0 = table[best]
     if refine and cores.size > 1:
