@@ -345,3 +345,26 @@ def test_record_level_map_states_record_and_json_summary_agrees(points, capsys, 
     capsys.readouterr()
     assert _publish(points, "pts.csv", "u.csv", "identity", ["--json"]) == 0
     assert json.loads(capsys.readouterr().out)["protects"] == "user"
+
+
+@pytest.mark.parametrize("window, expect", [
+    (["--start", "nan"], "finite number"), (["--start", "inf"], "finite number"),
+    (["--start", "2020-W01-1"], "neither a number nor a date/time"),
+    (["--start", "2020-01-01T00:00:00+02:00"], "no UTC offset"),
+    (["--start", "2020-01-02", "--end", "2020-01-01"], "window is empty"),
+    (["--start", "3", "--end", "3"], "window is empty")])
+def test_a_bad_time_window_is_refused_before_the_charge(tmp_path, capsys, window, expect):
+    """--start nan was pasted into the SQL ("Referenced column nan not found", blamed on the
+    file); a week date passed Python's check and failed in DuckDB as an unreadable file; an
+    empty window spent epsilon on a map of pure noise."""
+    src = tmp_path / "t.csv"
+    src.write_text("user,t,lat,lon\n1,2020-01-01T00:00:00,0.5,1.0\n2,2020-01-01 05:00,0.5,1\n")
+    code = run(["map", "publish", str(src), "--protects", "record", "-e", "1", "--bbox", BOX,
+                "--grid", "2x2", "--time-column", "t", *window, "-o", str(tmp_path / "o.csv")])
+    err = capsys.readouterr().err
+    assert code == 2 and expect in err and "cannot be read" not in err, err
+    assert not (tmp_path / "o.csv").exists()
+    from veil.ledger import Ledger, ledger_path
+
+    with Ledger(ledger_path()) as led:
+        assert led.datasets() == []  # refused before anything was reserved

@@ -167,6 +167,9 @@ def publish_cmd(
     g = _grid(bbox, region, bbox_from_data, grid, cell_size, path=input, lat=lat, lon=lon,
               input_format=input_format, delimiter=delimiter)
     params = {k: v for k, v in (("height", height), ("branching", branching)) if v is not None}
+    from ..maps.points import _time_filter
+
+    _time_filter(time, start, end)  # a bad or empty window before anything is charged
     from ..ledger import charge
     from .common import stages
 

@@ -30,7 +30,9 @@ are the true counts. The diagnostics (:attr:`PointCounts.private`) are for the d
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,6 +85,9 @@ class PointCounts:
         return int(self.max_points) if self.protects == "user" else 1
 
 
+_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?)?\Z")
+
+
 def _time_filter(tcol: str | None, start, end) -> tuple[str, str]:
     """(SQL expression of the parsed time, condition of the public window on ``__t``)."""
     if tcol is None:
@@ -101,19 +106,31 @@ def _time_filter(tcol: str | None, start, end) -> tuple[str, str]:
     bounds = {k: v for k, v in (("start", start), ("end", end)) if v is not None}
     if all(_num(v) is not None for v in bounds.values()):
         t = f"TRY_CAST({sql.ident(tcol)} AS DOUBLE)"
-        lit = {k: repr(float(v)) for k, v in bounds.items()}
+        values = {k: float(v) for k, v in bounds.items()}
+        for k, x in values.items():  # nan was pasted into the SQL ("column nan not found")
+            if not math.isfinite(x):
+                raise ParameterError(f"time window {k} must be a finite number, got {x!r}")
+        lit = {k: f"CAST({sql.literal(repr(x))} AS DOUBLE)" for k, x in values.items()}
     else:
         import datetime as dt
 
         t = f"TRY_CAST(CAST({sql.ident(tcol)} AS VARCHAR) AS TIMESTAMP)"
-        lit = {}
+        lit, values = {}, {}
         for k, v in bounds.items():
-            try:
-                dt.datetime.fromisoformat(str(v))
-            except ValueError:
+            # the forms DuckDB's TIMESTAMP reads as written (Python also takes week dates,
+            # which DuckDB refused as an unreadable file; DuckDB drops a UTC offset silently)
+            if not _DATETIME.match(str(v)):
                 raise ParameterError(f"time window {k} {v!r} is neither a number nor a date/time "
-                                     "such as 2012-04-01 or 2012-04-01T08:00") from None
+                                     "such as 2012-04-01 or 2012-04-01T08:00 (no UTC offset)")
+            try:
+                values[k] = dt.datetime.fromisoformat(str(v))
+            except ValueError as exc:
+                raise ParameterError(f"time window {k} {v!r}: {exc}") from None
             lit[k] = f"CAST({sql.literal(str(v))} AS TIMESTAMP)"
+    if "start" in values and "end" in values and not values["start"] < values["end"]:
+        # an empty window was accepted: epsilon spent on a map of pure noise
+        raise ParameterError(f"the time window is empty: start {start!r} must be before end "
+                             f"{end!r} (the end is excluded)")
     conds = []
     if "start" in lit:
         conds.append(f"__t >= {lit['start']}")
