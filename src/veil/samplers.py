@@ -54,8 +54,8 @@ def dyadic_scale(scale: float) -> tuple[int, int]:
     if a > 62:
         raise ParameterError(f"the noise scale sensitivity / epsilon = {scale:.3g} is above the "
                              f"exact sampler's maximum 2**41 (about {2.0 ** 41:.3g}): use a "
-                             f"larger epsilon (--epsilon) or a smaller sensitivity (a smaller "
-                             f"per-person bound, --max-records / --max-points)")
+                             f"larger epsilon (--epsilon) or a smaller sensitivity (the "
+                             f"command's --sensitivity or per-person bound)")
     num = 1 << a
     den = int(Fraction(num) / Fraction(scale))  # floor, so num/den >= scale
     if den >= 1 << 63:

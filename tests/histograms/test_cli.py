@@ -385,3 +385,13 @@ def test_per_person_bad_cells_give_the_former_errors(tmp_path, capsys):
                     "-o", str(tmp_path / f"{name}.out.csv")]) == 2
         assert str(before.value) in capsys.readouterr().err
         assert not (tmp_path / f"{name}.out.csv").exists()
+
+
+def test_noise_counts_advice_names_only_options_it_has(data, capsys):
+    """`veil noise counts --sensitivity 1e300` advised "--max-records / --max-points", which
+    noise counts does not take."""
+    (data / "h.csv").write_text("bin,count\na,3\n")
+    assert run(["noise", "counts", str(data / "h.csv"), "-c", "count", "-e", "1",
+                "--sensitivity", "1e300", "-o", str(data / "n.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "--sensitivity" in err and "--max-records" not in err and "--max-points" not in err
