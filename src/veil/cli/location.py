@@ -82,8 +82,7 @@ def parse_region(spec: str):
         if isinstance(exc, ParameterError):
             raise
         raise ParameterError(f"--region: malformed {kind} ({exc})") from None
-    proj = LocalProjection(float((verts[:, 0].min() + verts[:, 0].max()) / 2),
-                           float((verts[:, 1].min() + verts[:, 1].max()) / 2))
+    proj = LocalProjection.centred_on(verts)  # a polygon may cross the antimeridian
     return Polygon(proj.points_to_plane(verts)), proj
 
 
@@ -436,8 +435,9 @@ def risk(
         raise ParameterError("give exactly one of --prior FILE or --region (uniform prior)")
     if prior is not None:
         pts, w = _read_prior(prior)
-        proj = LocalProjection(float((pts[:, 0].min() + pts[:, 0].max()) / 2),
-                               float((pts[:, 1].min() + pts[:, 1].max()) / 2))
+        # centred across the antimeridian if shorter (two points 222 m apart on either side
+        # of it were 20,000 km apart around longitude 0)
+        proj = LocalProjection.centred_on(pts)
         X = proj.points_to_plane(pts)
         source = str(prior)
     else:

@@ -211,6 +211,30 @@ class LocalProjection:
     lon0: float
     radius: float = field(default=EARTH_RADIUS_M)
 
+    @classmethod
+    def centred_on(cls, latlon: Any) -> "LocalProjection":
+        """The projection centred on a set of public points: the middle of their latitudes and
+        of the shortest longitude arc holding them all (across the antimeridian if shorter).
+
+        The middle of the longitudes' minimum and maximum put points at 179.999 and -179.999
+        (222 m apart) 20,000 km apart, around longitude 0.
+
+        Examples
+        --------
+        >>> p = LocalProjection.centred_on([[0.0, 179.999], [0.0, -179.999]])
+        >>> abs(abs(p.lon0) - 180.0) < 1e-9
+        True
+        >>> LocalProjection.centred_on([[10.0, 1.0], [20.0, 3.0]])
+        LocalProjection(lat0=15.0, lon0=2.0, radius=6371008.8)
+        """
+        a = np.asarray(latlon, dtype=np.float64).reshape(-1, 2)
+        lon = np.sort(np.mod(a[:, 1] + 180.0, 360.0) - 180.0)
+        gaps = np.diff(np.append(lon, lon[0] + 360.0))  # the gap after each longitude
+        i = int(np.argmax(gaps))  # the arc holding every point starts after the widest gap
+        start, width = lon[(i + 1) % lon.size], 360.0 - gaps[i]
+        lon0 = float(np.mod(start + width / 2.0 + 180.0, 360.0) - 180.0)
+        return cls(float((a[:, 0].min() + a[:, 0].max()) / 2.0), lon0)
+
     def __post_init__(self) -> None:
         la, lo = check_latlon(self.lat0, self.lon0, name="reference point")
         object.__setattr__(self, "lat0", float(la))

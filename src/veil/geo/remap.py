@@ -199,8 +199,7 @@ def optimal_remap(release: Release | Any, *, prior_points: Any, prior_weights: A
                                  f"positive sum")
         w = w / w.sum()
     if projection is None:
-        projection = LocalProjection(float((P[:, 0].min() + P[:, 0].max()) / 2),
-                                     float((P[:, 1].min() + P[:, 1].max()) / 2))
+        projection = LocalProjection.centred_on(P)  # across the antimeridian if shorter
     X = projection.points_to_plane(P)
     Z = projection.points_to_plane(pts)
     keep = w > 0
