@@ -188,7 +188,7 @@ def test_cli_risk_and_errors(people, capsys):
                        (["-m", "global", "--hierarchy", f"zz={hdir / 'age.csv'}"],
                         "not a quasi-identifier"),
                        (["-m", "global", "--metric", "dm"], "metric must be one of"),
-                       (["-m", "global", "--max-suppression", "2"], "max_suppression")]:
+                       (["-m", "global", "--max-suppression", "2"], "--max-suppression")]:
         assert run(["table", "anonymize", str(p), "--k", "5", "--qi", "age,sex,zip", "-o",
                     str(out)] + extra) == 2
         assert msg in capsys.readouterr().err

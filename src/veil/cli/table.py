@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from ..errors import ParameterError
-from .common import (FORCE, INPUT_FORMAT, SEED, answer, done, json_mode, say, status,
+from .common import (FORCE, INPUT_FORMAT, SEED, answer, done, json_mode, say, stages, status,
                      writes_files)
 
 app = typer.Typer(no_args_is_help=True, help=__doc__)
@@ -143,6 +143,7 @@ def _models(sensitive, l_div, entropy_l, t_close, ordered):
         raise ParameterError("--sensitive needs --l-diversity, --entropy-l or --t-closeness")
     if ordered and t_close is None:
         raise ParameterError("--ordered-sensitive applies to --t-closeness only")
+    _check_model_options(l_div, entropy_l, t_close)
     out = []
     if l_div is not None:
         out.append(DistinctLDiversity(sensitive, l_div))
@@ -151,6 +152,29 @@ def _models(sensitive, l_div, entropy_l, t_close, ordered):
     if t_close is not None:
         out.append(TCloseness(sensitive, t_close, ordered=ordered))
     return out
+
+
+def _check_model_options(l_div, entropy_l, t_close) -> None:
+    """Name the option in the message (the library's names l and t are not options)."""
+    import math
+
+    if l_div is not None and l_div < 1:
+        raise ParameterError(f"--l-diversity must be an integer >= 1 (distinct sensitive values "
+                             f"per class), got {l_div}")
+    if entropy_l is not None and not (math.isfinite(entropy_l) and entropy_l >= 1):
+        raise ParameterError(f"--entropy-l must be a finite number >= 1 (exp of the entropy of "
+                             f"the sensitive values per class), got {entropy_l:g}")
+    if t_close is not None and not 0 <= t_close <= 1:
+        raise ParameterError(f"--t-closeness must be a number in [0, 1] (largest distance of a "
+                             f"class to the table's distribution), got {t_close:g}")
+
+
+def _check_share(value: float, option: str, *, open_low: bool = False) -> None:
+    """A share or probability option in [0, 1] (or (0, 1]), named in the message."""
+    ok = (value > 0 if open_low else value >= 0) and value <= 1
+    if not ok:  # also NaN
+        raise ParameterError(f"{option} must be a number in {'(' if open_low else '['}0, 1], "
+                             f"got {value:g}")
 
 
 def _hierarchies(folder, items, qi_cols):
@@ -239,10 +263,18 @@ def anonymize_cmd(
 
     check_int(k, "--k", minimum=2)
     check_choice(method, "--method", METHODS)
+    from ..tables.diverse import STRATEGIES
+    from ..tables.generalize import METRICS
+
+    check_choice(strategy, "--strategy", STRATEGIES)
+    check_choice(metric, "--metric", METRICS)
+    check_choice(search, "--search", ("flash", "exhaustive"))
     generalizing = method in ("global", "local", "mondrian-hierarchy")
     if not generalizing and (hierarchies is not None or hierarchy):
         raise ParameterError(f"--hierarchies/--hierarchy apply to --method global, local or "
                              f"mondrian-hierarchy, not {method}")
+    _check_share(max_suppression, "--max-suppression")
+    _check_share(risk_threshold, "--risk-threshold", open_low=True)
     if max_suppression and method not in ("global", "local"):
         raise ParameterError("--max-suppression applies to --method global or local")
     out = output_path(output)
@@ -351,6 +383,11 @@ def risk_cmd(
     """
     from ..tables.risk import format_risk, reidentification_risk
 
+    _check_share(threshold, "--threshold", open_low=True)
+    if sampling_fraction is not None:
+        _check_share(sampling_fraction, "--sampling-fraction", open_low=True)
+        if population is not None:
+            raise ParameterError("give --population or --sampling-fraction, not both")
     if output is not None:
         from .common import output_path
 
@@ -495,7 +532,9 @@ def implies_cmd(
     s = parsed[0]
     how = resolve(_method(exact, axioms), cs + [s])
     lo, hi = implied_range(cs, s)
-    ok = implies(cs, s, method=how)
+    with stages() as show:
+        show(f"implies: deciding ({how})")
+        ok = implies(cs, s, method=how)
     tgt = s.to_text().rsplit(":", 1)[0]
     hi_txt = "inf" if hi == float("inf") else int(hi)
     answer({"constraint": s.to_text(), "implied": bool(ok), "method": how,
@@ -515,7 +554,9 @@ def satisfiable_cmd(constraints: Path = typer.Argument(..., help="Constraint fil
 
     cs, _ = _load(constraints, None, None, None)
     how = resolve(_method(exact, axioms), cs)
-    sat = satisfiability(cs, method=how)
+    with stages() as show:
+        show(f"satisfiable: deciding {len(cs)} constraints ({how})")
+        sat = satisfiability(cs, method=how)
     if sat:
         answer({"satisfiable": True, "constraints": len(cs), "method": how},
                f"satisfiable ({len(cs)} constraints; {how})")
@@ -539,7 +580,15 @@ def minimize_cmd(
     from ..tables import format_constraints, redundant_constraints
 
     cs, _ = _load(constraints, None, None, None)
-    red = redundant_constraints(cs, method=_method(exact, axioms))
+    how = _method(exact, axioms)
+    # progress on a terminal (stderr): each constraint may need an integer program
+    with stages() as show:
+        show(f"minimize: checking that the {len(cs)} constraints are satisfiable")
+
+        def progress(examined: int, total: int) -> None:
+            show(f"minimize: {examined} of {total} constraints examined")
+
+        red = redundant_constraints(cs, method=how, progress=progress)
     keep = list(cs)
     for c, used in red:
         keep.remove(c)

@@ -963,7 +963,8 @@ def anonymize(table: Any, *, k: int, qi: Sequence[str] | str,
       (:func:`veil.tables.generalize.global_recoding`);
     * ``"local"``: local recoding (:func:`veil.tables.generalize.local_recoding`);
     * ``"mondrian-hierarchy"``: Mondrian publishing hierarchy labels (baseline,
-      constraints only evaluated).
+      constraints only evaluated; the privacy ``models`` are met: a partition is split
+      only when every part meets k and the models).
 
     ``kwargs`` go to the method (``models`` for every method; ``hierarchies``,
     ``max_suppression``, ``metric`` for the generalizations, ``search`` for
@@ -990,7 +991,7 @@ def anonymize(table: Any, *, k: int, qi: Sequence[str] | str,
                               marker=marker, seed=kwargs.get("seed"), rng=kwargs.get("rng"),
                               **gen)
     if method == "mondrian-hierarchy":
-        res = mondrian_generalize(table, k=k, qi=qi, marker=marker,
+        res = mondrian_generalize(table, k=k, qi=qi, marker=marker, models=models,
                                   hierarchies=gen.get("hierarchies"),
                                   metric=gen.get("metric", "granularity"))
         if constraints:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from ..errors import InfeasibleError, ParameterError
 from .constraints import DiversityConstraint
@@ -286,34 +286,72 @@ def implies(sigma_set: Iterable[DiversityConstraint], sigma: DiversityConstraint
     return not _axiom_satisfiability(cs)
 
 
-def redundant_constraints(sigma_set: Iterable[DiversityConstraint], *, method: str = "auto"
+def redundant_constraints(sigma_set: Iterable[DiversityConstraint], *, method: str = "auto",
+                          progress: Callable[[int, int], None] | None = None
                           ) -> list[tuple[DiversityConstraint, list[DiversityConstraint]]]:
     """Constraints implied by the others, greedily in order, with what implies them.
 
     Returns ``(redundant constraint, the remaining constraints used)`` pairs; an
     empty list means Sigma is minimal. ``method`` as in :func:`implies`.
+    ``progress(done, total)``, if given, is called before each constraint is
+    examined (``done`` of the ``total`` constraints examined so far).
+
+    With the exact method, every implication is decided on one integer program
+    built over all of Sigma's targets (:class:`veil.tables.exact.ImplicationOracle`),
+    and a cheap search for a counterexample relation runs before each integer
+    program is solved; the answers are those of :func:`implies`.
     """
     cs = _check_sigma(sigma_set)
-    sat = satisfiability(cs, method=method)
-    if not sat:
-        raise InfeasibleError(f"the constraint set is unsatisfiable: {sat.reason}")
     how = _method(method, cs)
+    oracle = _oracle(cs) if how == "exact" else None
+    if oracle is None or not oracle.satisfiable:
+        sat = satisfiability(cs, method=method)
+        if not sat:
+            raise InfeasibleError(f"the constraint set is unsatisfiable: {sat.reason}")
     kept = list(cs)
     out = []
     i = 0
+    examined = 0
     while i < len(kept):
+        if progress is not None:
+            progress(examined, len(cs))
         rest = kept[:i] + kept[i + 1:]
         c = kept[i]
-        if implies(rest, c, method=how):
-            out.append((c, _witnesses(rest, c, how)))
+        if _implies_with(rest, c, how, oracle):
+            out.append((c, _witnesses(rest, c, how, oracle)))
             kept = rest
         else:
             i += 1
+        examined += 1
+    if progress is not None:
+        progress(examined, len(cs))
     return out
 
 
-def _witnesses(rest: list[DiversityConstraint], c: DiversityConstraint, how: str
-               ) -> list[DiversityConstraint]:
+def _oracle(cs: list[DiversityConstraint]):
+    """The shared exact program of ``cs``, or None when the axioms already find it
+    unsatisfiable (:func:`satisfiability` then gives their reason)."""
+    if not _axiom_satisfiability(cs):
+        return None
+    from .exact import ImplicationOracle
+
+    return ImplicationOracle(cs)
+
+
+def _implies_with(rest: list[DiversityConstraint], c: DiversityConstraint, how: str,
+                  oracle) -> bool:
+    """:func:`implies` for ``rest`` a subset of a satisfiable Sigma holding ``c``'s target,
+    deciding exact cases on ``oracle`` (the shared program of Sigma)."""
+    if oracle is None:
+        return implies(rest, c, method=how)
+    lo, hi = implied_range(rest, c)
+    if lo > hi or (lo >= c.lo and hi <= c.hi):
+        return True  # the axioms are sound
+    return oracle.implies(rest, c)
+
+
+def _witnesses(rest: list[DiversityConstraint], c: DiversityConstraint, how: str,
+               oracle=None) -> list[DiversityConstraint]:
     """Constraints of ``rest`` that imply ``c``: Algorithm 1's steps, else a deletion filter."""
     lo, hi = implied_range(rest, c)
     if lo >= c.lo and hi <= c.hi:
@@ -334,7 +372,7 @@ def _witnesses(rest: list[DiversityConstraint], c: DiversityConstraint, how: str
 
         for d in list(used):
             trial = [e for e in used if e is not d]
-            if exact_implies(trial, c):
+            if (oracle.implies(trial, c) if oracle is not None else exact_implies(trial, c)):
                 used = trial
     return used
 
@@ -368,6 +406,10 @@ def is_minimal(sigma_set: Iterable[DiversityConstraint], *, method: str = "auto"
     """Whether no constraint of Sigma is implied by the others (``method`` as in :func:`implies`)."""
     cs = _check_sigma(sigma_set)
     how = _method(method, cs)
+    oracle = _oracle(cs) if how == "exact" and cs else None
+    if oracle is not None and oracle.satisfiable:  # one shared program (as in minimal_cover)
+        return all(not _implies_with(cs[:i] + cs[i + 1:], c, how, oracle)
+                   for i, c in enumerate(cs))
     return all(not implies(cs[:i] + cs[i + 1:], c, method=how) for i, c in enumerate(cs))
 
 

@@ -25,7 +25,10 @@ and no one in particular).
   ``c1 H(1; 1) / sum_i c_i H(1; i)`` (``c_i`` classes of size ``i``, ``H(1; i)``
   the hypergeometric probability that a population class of size ``i`` shows
   one row in a sample of ``n`` out of ``n / pi``), and population uniques are
-  ``c1 * that / pi`` out of ``n / pi``. Without either, ``pi = 1``.
+  ``c1 * that / pi`` out of ``n / pi``. Without either, ``pi = 1``. The ratios
+  ``H(1; i) / H(1; 1)`` are computed in closed form (a product of ``i - 1``
+  factors), so any fraction in (0, 1] works, down to the smallest float: as
+  ``pi -> 0`` the estimate tends to ``(c1 / n)^2`` for both shares.
 
 Risk is computed from the published text only, so it can be reported next
 to a published table (the risk of the *input* belongs in the private report).
@@ -41,6 +44,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -84,22 +88,68 @@ def _check_qi(qi, cols) -> list[str]:
 
 
 def _zayatz(sizes: np.ndarray, pi: float) -> tuple[float, float]:
-    """(share of sample rows that are population uniques, share of population that is unique)."""
-    from scipy.stats import hypergeom
+    """(share of sample rows that are population uniques, share of population that is unique).
 
+    Zayatz's estimate needs only the ratios ``r_i = H(1; i) / H(1; 1)`` of the
+    hypergeometric probabilities that a population class of size ``i`` shows one
+    row in a sample of ``n`` out of ``N``. With ``H(1; i) = i C(N-i, n-1) / C(N, n)``
+    they telescope to a product of ``i - 1`` factors::
+
+        r_i = i * prod_{s=1}^{i-1} (1 - (n - 1) / (N - s))
+
+    computed here in log space (``log1p``; one cumulative sum over s up to the
+    largest class size, at most n terms in all). It is accurate to float64
+    rounding for every ``N`` (a relative error of about the largest class size
+    times 1e-16; for ``N < 2^53`` each factor is formed from exact integers), and
+    it needs no hypergeometric routine: ``scipy.stats.hypergeom``
+    with the population as a Python int above 2^63 failed (``1e-300`` gave a
+    TypeError) and below that it took minutes (``1e-15`` on six rows: about 8
+    minutes). As ``N -> inf`` every factor tends to 1 and ``r_i -> i``, so the
+    estimate converges to ``cond = c1 / n``; when ``n / pi`` overflows float64
+    (``pi`` below about ``n * 5.6e-309``) that limit is used, and it is what the
+    product gives already when ``(n - 1) / N`` is below float64's resolution.
+    """
     n = int(sizes.sum())
     c = np.bincount(sizes)
     c1 = int(c[1]) if len(c) > 1 else 0
     if c1 == 0 or n == 0:
         return 0.0, 0.0
-    N = max(int(round(n / pi)), n)
     i = np.flatnonzero(c)
     i = i[i > 0]
-    w = hypergeom.pmf(1, N, i, n)
-    denom = float((c[i] * w).sum())
-    cond = float(c1 * hypergeom.pmf(1, N, 1, n)) / denom if denom > 0 else 0.0
+    big = n / pi  # the population size; an exact integer N >= n when it is finite
+    N = max(int(round(big)), n) if math.isfinite(big) else math.inf
+    imax = int(i.max())
+    logr = np.log(i.astype(float))
+    if N != math.inf and imax > 1:
+        # L(m) = sum_{s=1}^{m} log(1 - (n - 1) / (N - s)), in chunks (bounded memory)
+        need = i - 1                      # sorted, the L(m) wanted per class size
+        got = np.empty(len(i))
+        got[need == 0] = 0.0
+        run, start, chunk = 0.0, 1, 1 << 20
+        j = int(np.searchsorted(need, 1))
+        while start <= imax - 1 and j < len(need):
+            stop = min(start + chunk, imax)       # s in [start, stop)
+            svals = np.arange(start, stop, dtype=float)
+            x = (n - 1) / (float(N) - svals)
+            # a factor 1 - x <= 0 happens only once s >= N - n + 1, and the product then
+            # holds the factor 0 (s = N - n + 1, since s runs over every integer): r_i = 0
+            terms = np.full(len(x), -np.inf)
+            ok = x < 1.0
+            terms[ok] = np.log1p(-x[ok])
+            cum = run + np.cumsum(terms)
+            while j < len(need) and need[j] < stop:
+                got[j] = cum[need[j] - start]
+                j += 1
+            run = float(cum[-1]) if cum.size else run
+            start = stop
+        logr = logr + got
+    r = np.exp(logr)                      # r_1 = 1; r_i = 0 when C(N - i, n - 1) = 0
+    denom = float((c[i] * r).sum())       # >= c1 > 0
+    cond = c1 / denom
     uniques_sample = c1 * cond
-    return uniques_sample / n, (uniques_sample / pi) / N
+    # population uniques (uniques_sample / pi) out of N people; pi * N ~ n (no overflow)
+    pop_share = uniques_sample / n if N == math.inf else uniques_sample / (pi * float(N))
+    return uniques_sample / n, pop_share
 
 
 def reidentification_risk(table: Any, qi: Sequence[str] | str, *, population: Any = None,
