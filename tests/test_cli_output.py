@@ -484,3 +484,14 @@ def test_a_warning_is_one_veil_line(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "veil: privacy warning: --bins-from-data" in proc.stderr, proc.stderr
     assert "PrivacyWarning" not in proc.stderr and ".py:" not in proc.stderr
+
+
+def test_max_records_is_named_in_its_error(tmp_path):
+    """`--max-records 0` said "max_records must be >= 1" (the library's name)."""
+    (tmp_path / "r.csv").write_text("user,v,category\na,1,x\n")
+    for argv in (["histogram", "publish", "r.csv", "-c", "v", "--bins", "0:2:2",
+                  "--user-column", "user", "--max-records", "0", "-e", "1", "-o", "h.csv"],
+                 ["batch", "counts", "r.csv", "--categories", "x", "--max-records", "0",
+                  "-e", "1", "-o", "out"]):
+        res = run_veil(argv, tmp_path)
+        assert res.code == 2 and "--max-records must be >= 1" in res.err, res.err

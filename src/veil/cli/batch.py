@@ -100,7 +100,9 @@ def counts(
     cats = [c.strip() for c in categories.split(",") if c.strip()]
     params = {"categories": cats, "epsilon": epsilon}
     if max_records is not None:
-        params["max_records"] = max_records
+        from ..validation import check_int
+
+        params["max_records"] = check_int(max_records, "--max-records", minimum=1)
     _run("count-noise", input, output, params,
          user_column=user_column, columns={"category": category_column}, engine=engine,
          workers=workers, resume=resume, scheduler=scheduler, spend_again=spend_again,

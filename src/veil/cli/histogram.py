@@ -194,6 +194,8 @@ def publish_cmd(
     out_fmt = output_format(fmt, output)
     if not output.parent.exists():
         raise ParameterError(f"--output: folder {str(output.parent)!r} does not exist")
+    if max_records is not None:  # said "max_records must be >= 1"
+        check_int(max_records, "--max-records", minimum=1)
     if (user_column is None) != (max_records is None):
         raise ParameterError("--user-column and --max-records go together: a per-person "
                              "histogram needs the user of each record and a public bound on "
