@@ -86,10 +86,12 @@ def cell_sequences(users: Any, t: Any, cells: Any) -> dict[str, np.ndarray]:
                              f"{tt.size}, {c.size}")
     order = np.lexsort((tt, u))
     u, c = u[order], c[order]
+    # one pass over the sorted users (comparing every point with every user was quadratic)
+    starts = np.flatnonzero(np.r_[True, u[1:] != u[:-1]]) if u.size else np.zeros(0, int)
     out: dict[str, np.ndarray] = {}
-    for name in dict.fromkeys(u.tolist()):
-        s = c[u == name]
-        out[name] = s[s >= 0]
+    for a, b in zip(starts, np.r_[starts[1:], u.size].astype(int)):
+        s = c[a:b]
+        out[str(u[a])] = s[s >= 0]
     return out
 
 
