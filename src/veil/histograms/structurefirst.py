@@ -27,9 +27,9 @@ from ..validation import check_choice, check_int, check_positive, check_probabil
 from ._common import (NEIGHBOURS, as_budget, as_counts, as_rng, bucket_sums, check_count_bound,
                       check_k_bins, noisy_integers, spread)
 from .partition import prefix_sums, voptimal_table
-from .tree import noisy_tree, tree_height, tree_inference, zero_padding
+from .tree import check_branching, noisy_tree, tree_height, tree_inference, zero_padding
 
-__all__ = ["structure_first", "optimized_structure_first", "private_structure", "em_boundaries",
+__all__ = ["structure_first", "optimized_structure_first", "one_bucket_pays", "private_structure", "em_boundaries",
            "authors_structure_fraction", "optimal_structure_fraction", "AUTHORS_GRID",
            "NEIGHBOUR_VARIATION"]
 
@@ -237,7 +237,7 @@ def structure_first(counts, *, epsilon, k: int | None = None, count_bound: float
         frac = check_probability(structure_fraction, "structure_fraction", open_low=True,
                                  open_high=True)
         rule = "given"
-    branching = check_int(branching, "branching", minimum=2)
+    branching = check_branching(branching, n)
     g = as_rng(rng)
     if k == 1 or k == n or frac == 0.0:
         eps1, eps2 = 0.0, b.epsilon
@@ -265,13 +265,47 @@ def structure_first(counts, *, epsilon, k: int | None = None, count_bound: float
                             *(("expected_error",) if variant != "mean" else ())))
 
 
+def _random_structure_sse(n: int, k: int, F: float, records_bound, gamma: float) -> float:
+    """``C`` of :func:`optimal_structure_fraction`: the SSE of ``k`` buckets around their
+    means when the structure is no better than random (public quantities only)."""
+    if records_bound is not None:
+        N = check_positive(records_bound, "records_bound")
+        # (N / n)^2 overflowed for N = 1e300 ("internal error: OverflowError")
+        return gamma ** 2 * (n - k) * (N / n) ** 2 if N / n < 1e150 else math.inf
+    return (n - k) * F * F / 4.0
+
+
+def one_bucket_pays(*, n: int, count_bound: float, epsilon: float,
+                    records_bound: float | None = None,
+                    neighbour_variation: float = NEIGHBOUR_VARIATION) -> bool:
+    """Whether one bucket over the whole domain (``k = 1``: the flat average) is expected to
+    beat not averaging (``2 n / eps^2``), by the model of :func:`optimal_structure_fraction`:
+    its error is the bias ``C`` plus ``2 / (n eps^2)``. With ``k = 1`` (the default for ten
+    bins or fewer) the flat average was always published: at eps = 10^6 the counts
+    [0, ..., 0, 1000] came out as ten times 100.
+
+    Examples
+    --------
+    >>> one_bucket_pays(n=10, count_bound=1000, epsilon=1e6)
+    False
+    >>> one_bucket_pays(n=10, count_bound=1, epsilon=0.01)
+    True
+    """
+    n = check_int(n, "n", minimum=1)
+    eps = check_positive(epsilon, "epsilon")
+    C = _random_structure_sse(n, 1, check_positive(count_bound, "count_bound"), records_bound,
+                              check_positive(neighbour_variation, "neighbour_variation"))
+    return C + 2.0 / (n * eps ** 2) < 2.0 * n / eps ** 2
+
+
 def optimal_structure_fraction(*, n: int, k: int, count_bound: float, epsilon: float,
                                records_bound: float | None = None,
                                neighbour_variation: float = NEIGHBOUR_VARIATION) -> float:
     """The share of epsilon for optimized StructureFirst's structure (public inputs only).
 
     Returns ``r`` in ``[0.05, 0.95]``, or ``0.0`` when no structure should be
-    drawn at all (then every bin is its own bucket and the release is Identity's).
+    drawn at all: ``k = 1`` (one bucket; :func:`one_bucket_pays` decides between it and a
+    Boost tree), ``k = n``, or when averaging cannot pay.
 
     Derivation. With ``k`` buckets of about ``w = n/k`` bins, ``eps1 = r eps``
     for the structure and ``eps2 = (1-r) eps`` for the ``k`` noisy bucket sums
@@ -330,14 +364,10 @@ def optimal_structure_fraction(*, n: int, k: int, count_bound: float, epsilon: f
     eps = check_positive(epsilon, "epsilon")
     gamma = check_positive(neighbour_variation, "neighbour_variation")
     identity = 2.0 * n / eps ** 2
-    if k == 1 or k >= n:
-        return 0.0 if k >= n else 0.05
+    if k == 1 or k >= n:  # one bucket needs no structure; n buckets are Identity's
+        return 0.0
     A = 2.0 * (2.0 * F + 1.0) * (k - 1) ** 2 * math.log(n)
-    if records_bound is not None:
-        N = check_positive(records_bound, "records_bound")
-        C = gamma ** 2 * (n - k) * (N / n) ** 2
-    else:
-        C = (n - k) * F * F / 4.0
+    C = _random_structure_sse(n, k, F, records_bound, gamma)
     r = np.linspace(0.05, 0.95, 181)
     f = np.minimum(A / (r * eps), C) + 2.0 * k * k / (n * (1.0 - r) ** 2 * eps ** 2)
     i = int(np.argmin(f))
@@ -386,7 +416,8 @@ def optimized_structure_first(counts, *, epsilon, k: int | None = None, count_bo
     g = as_rng(rng)
     r = optimal_structure_fraction(n=n, k=k, count_bound=F, epsilon=b.epsilon,
                                    records_bound=records_bound)
-    if k == 1:
+    if k == 1 and one_bucket_pays(n=n, count_bound=F, epsilon=b.epsilon,
+                                  records_bound=records_bound):
         eps1, eps2 = 0.0, b.epsilon
         edges = np.array([0, n])
     elif r == 0.0:  # averaging cannot pay: one Boost tree over the domain, no structure

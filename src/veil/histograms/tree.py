@@ -245,8 +245,14 @@ def boost(counts, *, epsilon, branching: int = 2, rng=None) -> Release:
     """
     x = as_counts(counts)
     b = as_budget(epsilon)
-    branching = check_int(branching, "branching", minimum=2)
+    branching = check_branching(branching, x.shape[-1])
     return _tree_release(x, b, b.epsilon, branching, as_rng(rng), "boost", {})
+
+
+def check_branching(branching, n: int) -> int:
+    """A tree's branching: from 2 to the number of bins (a wider root is never split; 2^32
+    padded 64 bins to a tree of 32 GiB)."""
+    return check_int(branching, "branching", minimum=2, maximum=max(2, int(n)))
 
 
 def hb(counts, *, epsilon, rng=None) -> Release:

@@ -61,6 +61,7 @@ def publish(counts, *, epsilon, method: str = "auto", sensitivity: int = 1,
     x = as_grid_counts(counts)
     b = as_budget(epsilon)
     s = check_sensitivity(sensitivity)
+    _check_options(method, params)
     if method == "auto":
         from .auto import publish_auto
 
@@ -76,6 +77,21 @@ def publish(counts, *, epsilon, method: str = "auto", sensitivity: int = 1,
     except TypeError as exc:  # unknown keyword for this mechanism
         raise ParameterError(f"method {method!r}: {exc}") from None
     return rel
+
+
+def _check_options(method: str, params: dict) -> None:
+    """A mechanism option given to a method that does not take it is an error naming the
+    methods that do (`--height 2` with the default auto was an internal TypeError)."""
+    import inspect
+
+    for name in params:
+        takers = [m for m in MECHANISMS
+                  if name in inspect.signature(_fn(m)).parameters]
+        if method == "auto" or method not in takers:
+            where = ", ".join(takers) if takers else "no method"
+            raise ParameterError(f"option {name} applies to --method {where}, not {method!r}"
+                                 + (" (auto chooses its methods' options itself)"
+                                    if method == "auto" else ""))
 
 
 def with_parameters(rel: Release, **extra) -> Release:

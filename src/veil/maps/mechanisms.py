@@ -467,8 +467,10 @@ def hb2d(counts, *, epsilon, sensitivity: int = 1, branching: int | None = None,
     b = as_budget(epsilon)
     s = check_sensitivity(sensitivity)
     rows, cols = x.shape[-2:]
-    br = hb2d_branching(rows, cols) if branching is None else check_int(branching, "branching",
-                                                                         minimum=2)
+    # at most the grid's side: a wider node is never split (100000 padded the tree to
+    # 100000 x 100000 cells: 74.5 GiB)
+    br = hb2d_branching(rows, cols) if branching is None else check_int(
+        branching, "branching", minimum=2, maximum=max(2, rows, cols))
     L = tree_levels(rows, cols, br)
     eps = [p.epsilon for p in b.split([1.0] * L)]
     est, var, scales = tree2d(x, base=br, level_eps=eps, sensitivity=s, rng=make_rng(rng))
