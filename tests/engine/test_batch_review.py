@@ -380,3 +380,15 @@ def test_markers_of_an_earlier_veil_are_redone_on_resume(tmp_path):
                         progress=False))
     assert files_of(tmp_path / "o").keys() == files_of(tmp_path / "clean").keys()
     assert clean.parts == res.parts == len(list((tmp_path / "o").glob("part-*.parquet")))
+
+
+def test_the_catch_all_category_name_is_reserved(tmp_path):
+    """`--categories a,__other__` published two rows named __other__ per user (the listed
+    category and the catch-all of the others)."""
+    from cli_cases import run_veil
+
+    (tmp_path / "c.csv").write_text("user,category\nu1,a\nu1,b\nu2,__other__\n")
+    res = run_veil(["batch", "counts", "c.csv", "--categories", "a,__other__", "-e", "1",
+                    "-o", "out"], tmp_path)
+    assert res.code == 2 and "'__other__' is reserved" in res.err, res.err
+    assert not (tmp_path / "out").exists()

@@ -12,6 +12,10 @@ from ..validation import check_epsilon
 from .registry import Task, register_task
 
 
+#: The row that counts the check-ins outside the public categories (`veil batch counts`)
+OTHER = "__other__"
+
+
 def _validate_count_noise(p: dict[str, Any]) -> dict[str, Any]:
     cats = p.get("categories")
     if not cats or not all(isinstance(c, str) for c in cats):
@@ -19,6 +23,9 @@ def _validate_count_noise(p: dict[str, Any]) -> dict[str, Any]:
                              "never taken from the data)")
     if len(set(cats)) != len(cats):
         raise ParameterError("categories must not repeat")
+    if OTHER in cats:  # two rows named __other__ per user: the listed one and the catch-all
+        raise ParameterError(f"{OTHER!r} is reserved for the check-ins outside the listed "
+                             "categories; rename that category")
     out = {"categories": list(cats), "epsilon": check_epsilon(p.get("epsilon"), "epsilon")}
     if p.get("max_records") is not None:
         from ..validation import check_int
@@ -54,7 +61,7 @@ def _count_noise_bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
     the release epsilon-DP for everything the user contributed (user level). Categories
     outside the public list are counted in ``__other__``.
     """
-    cats = list(params["categories"]) + ["__other__"]
+    cats = list(params["categories"]) + [OTHER]
     index = {c: i for i, c in enumerate(cats[:-1])}
     dictionary = arrays["category.dictionary"]
     to_public = np.array([index.get(str(v), len(cats) - 1) for v in dictionary], dtype=np.int64)
