@@ -56,3 +56,15 @@ def test_a_huge_records_bound_is_not_an_overflow():
     r = publish(np.arange(64), epsilon=1.0, method="optimized-structurefirst", count_bound=100,
                 records_bound=1e300, rng=make_rng(seed=0))
     assert r.value.shape == (64,)
+
+
+@pytest.mark.parametrize("method, extra", [("noisefirst", {}),
+                                           ("structurefirst", {"count_bound": 100})])
+def test_a_v_optimal_table_too_large_is_refused_before_it_is_allocated(method, extra):
+    """NoiseFirst keeps a (n+1) x (n+1) table: 65,536 bins asked for 16 GiB and 2^20 bins for
+    4 TiB (an internal MemoryError); StructureFirst at 2^18 bins about 200 GiB."""
+    from veil.errors import InstanceTooLargeError
+
+    n = 2 ** 16 if method == "noisefirst" else 2 ** 18
+    with pytest.raises(InstanceTooLargeError, match="V-optimal table .* use fewer bins"):
+        publish(np.zeros(n, dtype=np.int64), epsilon=1.0, method=method, **extra)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ParameterError
+from ..errors import InstanceTooLargeError, ParameterError
 from ..validation import check_choice, check_finite_array, check_int
 from ._compile import HAVE_NUMBA, njit, use_compiled
 
@@ -194,6 +194,12 @@ def _check_engine(engine: str) -> str:
     return engine
 
 
+#: The most cells of the V-optimal dynamic program's tables (int32 choices plus float64
+#: costs: about 12 bytes a cell, so 1.6 GB): NoiseFirst keeps up to n buckets, so this
+#: holds n up to about 11,000 bins (20,000 took 1.8 GB and 24 s; 65,536 asked for 16 GiB)
+VOPT_MAX_CELLS = 2 ** 27
+
+
 def voptimal_table(x, k_max: int, *, full: bool = True, engine: str = "auto",
                    size_penalty: float = 0.0):
     """Run the V-optimal dynamic program for every bucket count up to ``k_max``.
@@ -236,6 +242,12 @@ def voptimal_table(x, k_max: int, *, full: bool = True, engine: str = "auto",
     if k_max > n:
         raise ParameterError(f"k must be <= the number of bins n={n}, got {k_max}")
     engine = _check_engine(engine)
+    cells = (k_max + 1) * (n + 1) * (2 if full else 1)
+    if cells > VOPT_MAX_CELLS:  # NoiseFirst at 65,536 bins asked for 16 GiB (2^20: 4 TiB)
+        raise InstanceTooLargeError(
+            f"the V-optimal table for {n:,} bins and up to {k_max:,} buckets has {cells:.3g} "
+            f"cells, above {VOPT_MAX_CELLS:.3g} (several GB): use fewer bins, or a method "
+            "without it (hb, dawa, hdmm, identity)")
     P, P2 = prefix_sums(v)
     D = np.empty((k_max + 1 if full else 2, n + 1), dtype=np.float64)
     last = np.empty(k_max + 1, dtype=np.float64)
