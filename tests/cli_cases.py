@@ -58,6 +58,17 @@ def run_veil(argv: list[str], cwd: Path) -> Result:
     return Result(code, out.getvalue(), err.getvalue(), list(caught))
 
 
+def run_main(argv: list, capsys) -> tuple:
+    """Run ``veil ARGV`` in-process under pytest's ``capsys``: (exit code, stdout, stderr)."""
+    try:
+        main([str(a) for a in argv])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
 class FakeTerminal(io.StringIO):
     """A stderr that says it is a terminal (what ``veil`` sees in an interactive shell)."""
 

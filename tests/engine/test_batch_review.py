@@ -19,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from cli_cases import run_main as run
 
-from veil.cli import main
 
 A_CSV = "user,category\nu1,Bar\nu1,Bar\nu1,Church\nu2,Cafe\nu2,Church\nu3,Church\n"
 B_CSV = "user,category\nu1,Bar\nu1,Bar\nu1,Church\nu2,Cafe\nu2,Church\n"  # without u3
@@ -31,16 +31,6 @@ VISITS = ["--categories", "Bar,Cafe,Church", "--sensitive", "Church"]
 def _home(tmp_path, monkeypatch):
     monkeypatch.setenv("VEIL_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("VEIL_LEDGER", str(tmp_path / "ledger.sqlite"))
-
-
-def run(argv, capsys):
-    try:
-        main([str(a) for a in argv])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def files_of(folder: Path) -> dict[str, bytes]:

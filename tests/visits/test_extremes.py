@@ -8,21 +8,11 @@ from decimal import Decimal, getcontext
 
 import numpy as np
 import pytest
+from cli_cases import run_main as run
 
-from veil.cli import main
 from veil.distances import BIN_DISTANCES, bin_terms
 from veil.errors import ParameterError
 from veil.visits import Resample, hide
-
-
-def run(argv, capsys):
-    try:
-        main([str(a) for a in argv])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def fails_cleanly(tmp_path, capsys, argv, *pieces):
