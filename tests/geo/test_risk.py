@@ -164,3 +164,36 @@ def test_cell_sequences_equal_a_per_user_brute_force():
         s = c[m][np.argsort(t[m], kind="stable")]
         assert np.array_equal(out[name], s[s >= 0])
     assert cell_sequences([], [], []) == {}
+
+
+def test_cell_sequences_keep_a_number_and_its_text_apart():
+    """A JSON or Parquet user column read as its own values: the number 7 and the text "7"
+    are two users (ids were turned into text and merged; a risk then saw one user visiting
+    both users' cells)."""
+    import numpy as np
+
+    from veil.geo.risk import cell_sequences
+
+    u = np.array([7, "7", 7, "7", "a"], dtype=object)
+    out = cell_sequences(u, [0, 0, 1, 1, 0], [1, 2, 3, 4, 5])
+    assert len(out) == 3
+    assert np.array_equal(out[7], [1, 3]) and np.array_equal(out["7"], [2, 4])
+    assert np.array_equal(out["a"], [5])
+    assert all(type(k) in (int, str) for k in out)   # plain Python ids, no numpy scalars
+
+
+def test_trajectory_risk_cli_counts_json_ids_7_and_text_7_as_two_users(tmp_path, capsys):
+    import json
+
+    from cli_cases import run_main
+
+    pts = [{"user": 7, "t": i, "lat": 39.9 + 0.001 * i, "lon": 116.3} for i in range(4)]
+    pts += [{"user": "7", "t": i, "lat": 39.95, "lon": 116.35 + 0.001 * i} for i in range(4)]
+    f = tmp_path / "tracks.json"
+    f.write_text(json.dumps(pts))
+    code, out, err = run_main(["trajectory", "risk", str(f), "--grid",
+                               "39.85,116.25,40.0,116.45,20,20", "--attack", "location",
+                               "--seed", "1"], capsys)
+    assert code == 0, err
+    before = json.loads(out)["attacks"]["location"]["before"]
+    assert before["n_users"] == 2, before

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 
 from ..errors import ParameterError
@@ -70,7 +71,7 @@ class RiskResult:
                 **self.extra}
 
 
-def cell_sequences(users: Any, t: Any, cells: Any) -> dict[str, np.ndarray]:
+def cell_sequences(users: Any, t: Any, cells: Any) -> dict[Any, np.ndarray]:
     """``{user: cells in time order}`` (cells ``< 0``, outside the grid, are dropped).
 
     Examples
@@ -78,20 +79,30 @@ def cell_sequences(users: Any, t: Any, cells: Any) -> dict[str, np.ndarray]:
     >>> cell_sequences(["a", "a", "b"], [2, 1, 0], [5, 4, 7])
     {'a': array([4, 5]), 'b': array([7])}
     """
-    u = np.asarray(users).astype(str)
+    vals = np.asarray(users, dtype=object).ravel()
+    vals = np.array([v.item() if isinstance(v, np.generic) else v for v in vals], dtype=object)
     tt = np.asarray(t, dtype=np.float64)
     c = np.asarray(cells, dtype=np.int64)
-    if not (u.shape == tt.shape == c.shape):
-        raise ParameterError(f"users, t and cells must have the same length, got {u.size}, "
+    if not (vals.shape == tt.shape == c.shape):
+        raise ParameterError(f"users, t and cells must have the same length, got {vals.size}, "
                              f"{tt.size}, {c.size}")
-    order = np.lexsort((tt, u))
-    u, c = u[order], c[order]
+    # ids as read: the number 7 and the text "7" (a JSON or Parquet column) are two users
+    # (turning ids into text merged them); users in the order of (type, text)
+    codes, uniq = pd.factorize(pd.Series(vals, dtype=object), sort=False)
+    rank = np.argsort(np.argsort(np.array(
+        [f"{type(v).__name__}\x00{v}" for v in uniq.tolist()] if len(uniq) else [], dtype=object),
+        kind="stable"), kind="stable")
+    r = rank[codes] if codes.size else np.zeros(0, np.int64)
+    order = np.lexsort((tt, r))
+    r, c = r[order], c[order]
+    keys = np.empty(len(uniq), dtype=object)
+    keys[rank] = uniq.tolist()
     # one pass over the sorted users (comparing every point with every user was quadratic)
-    starts = np.flatnonzero(np.r_[True, u[1:] != u[:-1]]) if u.size else np.zeros(0, int)
-    out: dict[str, np.ndarray] = {}
-    for a, b in zip(starts, np.r_[starts[1:], u.size].astype(int)):
+    starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]]) if r.size else np.zeros(0, int)
+    out: dict = {}
+    for a, b in zip(starts, np.r_[starts[1:], r.size].astype(int)):
         s = c[a:b]
-        out[str(u[a])] = s[s >= 0]
+        out[keys[r[a]]] = s[s >= 0]
     return out
 
 
