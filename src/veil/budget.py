@@ -108,7 +108,7 @@ class Accountant:
     >>> acc.spend(0.7, "too much")
     Traceback (most recent call last):
     ...
-    veil.errors.BudgetExceededError: spending 0.7 on 'too much' exceeds the remaining budget 0.6 (total 1.0)
+    veil.errors.BudgetExceededError: spending 0.7 on 'too much' exceeds the remaining budget 0.6 (total 1)
     """
 
     total: PureDP
