@@ -68,3 +68,15 @@ def test_a_v_optimal_table_too_large_is_refused_before_it_is_allocated(method, e
     n = 2 ** 16 if method == "noisefirst" else 2 ** 18
     with pytest.raises(InstanceTooLargeError, match="V-optimal table .* use fewer bins"):
         publish(np.zeros(n, dtype=np.int64), epsilon=1.0, method=method, **extra)
+
+
+@pytest.mark.parametrize("bound", [-3, 0, float("nan"), float("inf")])
+def test_auto_checks_the_records_bound_at_every_epsilon(bound):
+    """From eps 3.16 `auto` runs Identity and does not need the bound: --records-bound -3 was
+    accepted there silently (and refused at eps 1)."""
+    x = np.arange(12)
+    for eps in (1.0, 5.0):
+        with pytest.raises(ParameterError, match="records_bound must be"):
+            publish(x, epsilon=eps, method="auto", records_bound=bound)
+    assert publish(x, epsilon=5.0, method="auto", records_bound=66,
+                   rng=make_rng(seed=0)).mechanism == "identity"

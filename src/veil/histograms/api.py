@@ -428,7 +428,9 @@ def _publish_counts(counts, *, epsilon, method: str = "auto", rng=None, records_
             if key not in known:
                 raise ParameterError(f"method 'auto': no mechanism takes an option {key!r}")
         if b.epsilon >= AUTO_RULE.get("exact_epsilon", math.inf):  # no total needed
-            N = float(records_bound) if records_bound is not None else 1.0
+            # unused by the pick, but a bound of -3 or nan is still a mistake to report
+            N = (check_positive(records_bound, "records_bound") if records_bound is not None
+                 else 1.0)
             inner = b
             pre_params = {}
         elif records_bound is not None:
