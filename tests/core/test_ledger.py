@@ -320,3 +320,19 @@ def test_creating_a_ledger_is_one_transaction(tmp_path, monkeypatch):
     assert names == set()
     with Ledger(path) as led:  # and the next use creates it whole
         _spend(led, AGES, 0.5)
+
+
+@pytest.mark.parametrize("args", [["--total", "-1"], ["--total", "nan"],
+                                  ["--total-per-metre", "0"], []])
+def test_a_refused_budget_set_creates_no_ledger(tmp_path, monkeypatch, capsys, args):
+    """`veil budget set data.csv --total -1` opened (created) the ledger, then refused -1."""
+    from cli_cases import run_main
+
+    monkeypatch.setenv("VEIL_HOME", str(tmp_path / "home"))
+    data = tmp_path / "data.csv"
+    data.write_text("v\n1\n2\n")
+    code, _, err = run_main(["budget", "set", str(data), *args], capsys)
+    assert code == 2 and "--total" in err
+    assert not (tmp_path / "home").exists()
+    code, _, err = run_main(["budget", "set", str(data), "--total", "1"], capsys)
+    assert code == 0 and (tmp_path / "home" / "ledger.sqlite").exists()

@@ -96,8 +96,16 @@ def set_cmd(
 
     Example: veil budget set census.csv --total 4
     """
+    from ..errors import ParameterError
     from ..ledger import Ledger, check_other_ledgers, ledger_path
+    from ..validation import check_epsilon
 
+    # the totals are checked before the ledger is opened (a refused --total -1 created it)
+    if total is None and total_per_metre is None:
+        raise ParameterError("give --total (epsilon) and/or --total-per-metre")
+    for value, opt in ((total, "--total"), (total_per_metre, "--total-per-metre")):
+        if value is not None:
+            check_epsilon(value, opt)
     path = ledger_path(ledger)
     p = Path(data)
     if not p.exists():
