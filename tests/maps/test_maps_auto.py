@@ -291,3 +291,22 @@ def test_block_occupancy_keeps_the_sensitivity():
     y = x.copy()
     y[20, 20] = 1
     assert abs(windows(y) - windows(x)) > 1
+
+
+def test_auto_notes_say_the_scale_was_bought_not_given():
+    """The chosen mechanism received auto's noisy count as its scale, and its note "scale:
+    public value given by the caller" was published beside auto's "scale: noisy number of
+    points ..." (two contradicting notes; no scale had been given)."""
+    import numpy as np
+
+    from veil.maps.auto import publish_auto
+    from veil.random import make_rng
+
+    x = np.zeros((32, 32), dtype=np.int64)
+    x[3:9, 4:7] = 40
+    r = publish_auto(x, epsilon=1.0, rng=make_rng(seed=2))
+    scale_notes = [n for n in r.notes if n.startswith("scale:")]
+    assert len(scale_notes) == 1 and scale_notes[0].startswith("scale: noisy number of points")
+    r = publish_auto(x, epsilon=1.0, scale=700, rng=make_rng(seed=2))
+    assert [n for n in r.notes if n.startswith("scale:")] == [
+        "scale: public value given by the caller"]

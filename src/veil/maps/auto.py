@@ -405,7 +405,10 @@ def publish_auto(x: np.ndarray, *, epsilon, sensitivity: int = 1, scale=None, rn
                     "auto_entropy": None if not np.isfinite(ent) else ent,
                     "auto_occupancy": None if not np.isfinite(occ) else occ,
                     "scale_rule": note},
-        notes=(*rel.notes, f"auto: {reason}", feat, note),
+        # the chosen mechanism saw auto's noisy count as a given scale: its own "scale:" note
+        # ("public value given by the caller") is replaced by auto's, which says what it was
+        notes=(*(n_ for n_ in rel.notes if not n_.startswith("scale:")), f"auto: {reason}",
+               feat, note),
         derived=_auto_derived(rel, e_n, e_f, e_o))
 
 
