@@ -114,6 +114,8 @@ def main(argv=None) -> int:
     ap.add_argument("--hdmm", action="store_true", help="HDMM closed form vs HB and measured")
     ap.add_argument("--hdmm-start", action="store_true",
                     help="HDMM's optimizer: the paper's random start vs the warm start")
+    ap.add_argument("--hdmm-sizes", action="store_true",
+                    help="HDMM between and above the shipped sizes (restricted vs optimized; HB)")
     ap.add_argument("--accuracy", action="store_true", help="the DPBench table")
     ap.add_argument("--fit-auto", type=Path, nargs="+", default=None, metavar="ROWS.json",
                     help="fit the auto rule on --json files of accuracy runs (merged); print "
@@ -179,7 +181,8 @@ def main(argv=None) -> int:
         return 0
     from veil.histograms.bench import run
     run(speed=a.speed, hdmm=a.hdmm, accuracy=a.accuracy, fit_auto=a.fit_auto,
-        calibrate_dawa=a.calibrate_dawa, hdmm_start=a.hdmm_start, penalties=a.penalties,
+        calibrate_dawa=a.calibrate_dawa, hdmm_start=a.hdmm_start,
+        hdmm_sizes=a.hdmm_sizes, penalties=a.penalties,
         fit_dawa_penalty_files=a.fit_dawa_penalty,
         dawa_schedule_files=a.check_dawa_schedule, dawa_maps=a.dawa_maps,
         dawa2d_penalties=({"from": a.dawa2d_table} if a.dawa2d_table else

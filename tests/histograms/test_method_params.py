@@ -80,3 +80,33 @@ def test_auto_checks_the_records_bound_at_every_epsilon(bound):
             publish(x, epsilon=eps, method="auto", records_bound=bound)
     assert publish(x, epsilon=5.0, method="auto", records_bound=66,
                    rng=make_rng(seed=0)).mechanism == "identity"
+
+
+def test_auto_at_large_domains_picks_methods_that_run():
+    """The rule was fitted at n = 1024. At 30,000 bins its ranges pick at signal 0.1,
+    optimized StructureFirst, refused its V-optimal table (InstanceTooLargeError: `auto`
+    failed); above 4096 bins its HDMM pick optimized a strategy at run time (39 s at 8192
+    bins, 515 s at 65,536). Now DAWA and HB there, with the reason in the rule's text."""
+    from veil.histograms.api import AUTO_RULE, choose_method
+    from veil.histograms.partition import VOPT_MAX_CELLS
+
+    for n in (1024, 4096, 8192, 30000, 65536):
+        for wl in ("prefix", "all-range"):
+            for log_signal in np.arange(-3.0, 3.01, 0.25):
+                m, why = choose_method(n=n, epsilon=1.0, records_bound=n * 10 ** log_signal,
+                                       workload=wl)
+                if m == "optimized-structurefirst":
+                    k = int(np.ceil(n / 10))
+                    assert k * (n + 1) * 2 <= VOPT_MAX_CELLS
+                if m == "hdmm":
+                    assert n <= 4096
+                if n <= 4096:   # the fitted rule, unchanged
+                    assert m in {meth for _, meth in AUTO_RULE["prefix" if wl == "prefix"
+                                                                  else "ranges"]}
+                    assert "ready" not in why and "limit" not in why
+    x = np.random.default_rng(1).multinomial(30000, np.full(30000, 1 / 30000))
+    r = publish(x, epsilon=0.1, method="auto", workload="all-range", records_bound=30000,
+                rng=make_rng(seed=1))
+    assert r.mechanism == "dawa" and "V-optimal table" in r.parameters["auto_rule"]
+    m, why = choose_method(n=8192, epsilon=1.0, records_bound=10 ** 7)
+    assert m == "hb" and "no ready strategy for 8,192 bins" in why

@@ -84,6 +84,34 @@ def nearest_shipped(kind: str, n: int) -> tuple[int, np.ndarray] | None:
     return None if best is None else (best[1], best[2])
 
 
+def restricted_parameters(kind: str, n: int) -> tuple[int, np.ndarray] | None:
+    """The shipped strategy of the next shipped size ``M >= n``, on its first ``n`` bins.
+
+    A prefix (or range) of ``n`` bins is a prefix (range) of ``M`` bins whose last ``M - n``
+    bins are publicly empty, so ``B[:, :n]`` of the ``M``-bin strategy is a p-Identity
+    strategy for the ``n``-bin workload (its columns keep unit L1 norm once scaled, so its
+    sensitivity is 1); queries that measured only the empty bins are dropped. Its expected
+    error is within 0.95x-1.08x of a strategy optimized at ``n`` for the built-in workloads
+    (docs/benchmarks.md, "HDMM at sizes that are not shipped") and it needs no optimizer.
+    None when ``n`` is above every shipped size (or the file is missing).
+
+    Examples
+    --------
+    >>> m, B = restricted_parameters("prefix", 1000)
+    >>> m, B.shape[1], bool((B.sum(axis=1) > 0).all())
+    (1024, 1000, True)
+    """
+    for m in SHIPPED_NS:
+        if m < n:
+            continue
+        B = shipped_parameters(kind, m)
+        if B is None:
+            return None
+        B = B[:, :n]
+        return m, np.ascontiguousarray(B[B.sum(axis=1) > 0])
+    return None
+
+
 def resample_parameters(B: np.ndarray, n: int, p: int) -> np.ndarray:
     """Stretch or shrink ``B`` (p0, n0) to (p, n): nearest columns, evenly spaced rows.
 

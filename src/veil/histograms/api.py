@@ -75,6 +75,8 @@ def choose_method(*, n: int, epsilon: float, records_bound: float | None,
     'hdmm'
     >>> choose_method(n=4096, epsilon=5.0, records_bound=10**7)[0]
     'identity'
+    >>> choose_method(n=65536, epsilon=1.0, records_bound=10**8)[0]   # no ready HDMM strategy
+    'hb'
     """
     rule = AUTO_RULE if rule is None else rule
     exact = rule.get("exact_epsilon", math.inf)
@@ -91,9 +93,47 @@ def choose_method(*, n: int, epsilon: float, records_bound: float | None,
     ls = math.log10(signal)
     for upper, method in rule[cls]:
         if ls < upper:
-            return method, (f"{cls} workload, signal epsilon*N/n = {signal:.3g} "
-                            f"(log10 {ls:.2f} < {upper:g}): {method}")
+            why = (f"{cls} workload, signal epsilon*N/n = {signal:.3g} "
+                   f"(log10 {ls:.2f} < {upper:g}): {method}")
+            too_large = _too_large_for_auto(method, n)
+            if too_large:
+                method = AUTO_SIZE_FALLBACK[method]
+                why += f"; {too_large}: {method}"
+            return method, why
     raise ParameterError(f"auto rule for {cls!r} has no open last interval")  # pragma: no cover
+
+
+#: what ``auto`` runs when its rule's pick does not suit the number of bins (the rule was
+#: fitted at n = 1024): optimized StructureFirst's V-optimal table above
+#: ``partition.VOPT_MAX_CELLS`` cells is refused (n >= 25,900 with k = n/10), so DAWA, its
+#: neighbour in the rule; HDMM above the largest shipped strategy (4096 bins) optimizes its
+#: strategy at run time (39 s at 8192 bins, 515 s at 65,536), so HB, the data-independent
+#: tree (expected prefix error 1.22x HDMM's at 4096 and 8192 bins, docs/benchmarks.md)
+AUTO_SIZE_FALLBACK = {"optimized-structurefirst": "dawa", "hdmm": "hb"}
+
+
+def _too_large_for_auto(method: str, n: int) -> str:
+    """Why ``method`` does not suit ``n`` bins for ``auto`` ('' when it does).
+
+    Examples
+    --------
+    >>> _too_large_for_auto("hdmm", 4096), _too_large_for_auto("hdmm", 5000)[:30]
+    ('', 'hdmm has no ready strategy for')
+    """
+    if method == "optimized-structurefirst":
+        from .partition import VOPT_MAX_CELLS
+
+        k = max(1, math.ceil(n / 10))
+        if k > 1 and k * (n + 1) * 2 > VOPT_MAX_CELLS:
+            return (f"its V-optimal table for {n:,} bins ({k * (n + 1) * 2:.3g} cells) is above "
+                    f"the limit {VOPT_MAX_CELLS:.3g}")
+    if method == "hdmm":
+        from ._hdmm_shipped import SHIPPED_NS
+
+        if n > max(SHIPPED_NS):
+            return (f"hdmm has no ready strategy for {n:,} bins (above {max(SHIPPED_NS):,}: "
+                    f"optimizing one takes minutes)")
+    return ""
 
 
 def _mechanism(method: str):
@@ -484,10 +524,7 @@ def _publish_counts(counts, *, epsilon, method: str = "auto", rng=None, records_
                                   notes=(*rel.notes, f"auto: {note}",
                                          *(f"auto: {u}" for u in unused)))
         if "auto_noisy_total" in pre_params:  # the pick and all that follows are outputs
-            rel = rel.with_derived(
-                "mechanism", "parameters.auto_noisy_total", "parameters.auto_rule", "notes",
-                *(f"parameters.{k}" for k in ("count_bound", "records_bound")
-                  if method == "optimized-structurefirst"),
-                *(f"parameters.{k}" for k in ("records_bound", "selection_penalty",
-                                              "bucket_cost") if method == "dawa"))
+            from ..release import PICKED_FROM_NOISE
+
+            rel = dataclasses.replace(rel, derived=PICKED_FROM_NOISE)
     return rel

@@ -224,6 +224,56 @@ def hdmm_benchmark(*, ns=(256, 1024), runs: int = 200, epsilon: float = 1.0, see
     return out
 
 
+def hdmm_sizes_benchmark(*, log=print, hb_releases: int = 40) -> list[dict]:
+    """HDMM between and above the shipped sizes: what ``optimize_strategy`` returns by default.
+
+    Part 1 (built-in workloads, sizes between shipped ones): the default strategy (the next
+    shipped strategy restricted to the first ``n`` bins, no optimizer) against a strategy
+    optimized at ``n`` (``p = default_p(n)``, warm start), by exact expected RMSE per query
+    at eps = 1 and seconds. Part 2 (prefix, 4096 and 8192 bins): HDMM (shipped; optimized
+    with ``p = 64`` at 8192) against HB, measured as the prefix RMSE of ``hb_releases``
+    releases of an empty histogram (HB's error does not depend on the data), which is what
+    ``auto`` runs above 4096 bins instead of optimizing a strategy.
+    """
+    from .api import publish
+    from .hdmm import default_p, optimize_strategy
+
+    log(f"# HDMM at sizes that are not shipped; {machine_note()}")
+    out = []
+    for kind in ("prefix", "all-range"):
+        for n in (100, 300, 700, 1000, 1500, 2100, 3000, 4000):
+            t0 = time.perf_counter()
+            r = optimize_strategy(kind, n, cache=False)
+            t_r = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            o = optimize_strategy(kind, n, p=default_p(n), cache=False)
+            t_o = time.perf_counter() - t0
+            row = dict(part="between", workload=kind, n=n, default_source=r.source,
+                       default_p=r.p, default_rmse=r.expected_rmse(1.0), default_s=t_r,
+                       optimized_p=o.p, optimized_rmse=o.expected_rmse(1.0), optimized_s=t_o,
+                       default_over_optimized=r.expected_rmse(1.0) / o.expected_rmse(1.0))
+            out.append(row)
+            log("  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                          for k, v in row.items()))
+    g = np.random.default_rng(12)
+    for n in (4096, 8192):
+        t0 = time.perf_counter()
+        s = optimize_strategy("prefix", n, p=None if n <= 4096 else 64, cache=False)
+        t_s = time.perf_counter() - t0
+        x = np.zeros(n, dtype=np.int64)
+        sq = [float(np.mean(np.cumsum(publish(x, epsilon=1.0, method="hb", rng=g).value) ** 2))
+              for _ in range(hb_releases)]
+        hb = math.sqrt(float(np.mean(sq)))
+        hb_se = float(np.std(sq, ddof=1)) / math.sqrt(len(sq)) / (2 * hb)
+        row = dict(part="above", workload="prefix", n=n, hdmm_source=s.source, hdmm_p=s.p,
+                   hdmm_s=t_s, hdmm_rmse=s.expected_rmse(1.0), hb_measured_rmse=hb,
+                   hb_rmse_se=hb_se, hb_over_hdmm=hb / s.expected_rmse(1.0))
+        out.append(row)
+        log("  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                      for k, v in row.items()))
+    return out
+
+
 def hdmm_start_benchmark(*, log=print) -> list[dict]:
     """HDMM's optimizer from the paper's random start against veil's warm start.
 
@@ -232,7 +282,7 @@ def hdmm_start_benchmark(*, log=print) -> list[dict]:
     ``start='auto'`` (the nearest shipped strategy, resampled, plus jitter), run one after
     the other in this process (one BLAS thread each, as the optimizer sets it).
     """
-    from .hdmm import optimize_strategy
+    from .hdmm import default_p, optimize_strategy
     from .workload import random_range_workload
 
     cases = [("prefix", 1000, "prefix"), ("prefix", 3000, "prefix"),
@@ -252,7 +302,9 @@ def hdmm_start_benchmark(*, log=print) -> list[dict]:
         res = {}
         for start in ("random", "auto"):
             t0 = time.perf_counter()
-            s = optimize_strategy(spec, n, start=start, cache=False)
+            # p given: built-in workloads between shipped sizes would otherwise get the
+            # restricted shipped strategy (see hdmm_sizes_benchmark), not the warm start
+            s = optimize_strategy(spec, n, start=start, cache=False, p=default_p(n))
             res[start] = (s.objective, s.iterations, time.perf_counter() - t0, s.source)
         r = dict(workload=label, n=n, random_objective=res["random"][0],
                  random_steps=res["random"][1], random_s=res["random"][2],
@@ -371,7 +423,7 @@ def auto_report(rows, *, folds: int = 3, candidates=None, log=print) -> dict:
 
 
 def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, calibrate_dawa=False,
-        hdmm_start=False, trials=10, repeats=3, penalties=None, fit_dawa_penalty_files=None,
+        hdmm_start=False, hdmm_sizes=False, trials=10, repeats=3, penalties=None, fit_dawa_penalty_files=None,
         dawa_schedule_files=None, dawa_maps=False, dawa2d_penalties=None,
         n=None, datasets=None, methods=None, epsilons=None, scales=None, output=None,
         quick=False, seed=0, log=print) -> dict:
@@ -383,6 +435,8 @@ def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, calibrate_daw
 
     if hdmm_start:
         return {"hdmm_start": hdmm_start_benchmark(log=log)}
+    if hdmm_sizes:
+        return {"hdmm_sizes": hdmm_sizes_benchmark(log=log)}
     if not (speed or hdmm or accuracy or fit_auto or calibrate_dawa or fit_dawa_penalty_files
             or dawa_schedule_files or dawa_maps or dawa2d_penalties is not None):
         speed = hdmm = accuracy = True
