@@ -16,7 +16,15 @@ __all__ = ["Release", "to_jsonable", "PROTECTED_UNITS", "TabularMixin", "split_o
 #: The fields of a release that may be outputs of its randomized steps (see
 #: :attr:`Release.derived`).
 _DERIVABLE = ("mechanism", "parameters", "expected_error", "notes", "noise_scale",
-              "noise_variance")
+              "noise_variance", "budget_split")
+
+#: What a release whose mechanism was picked from a noisy value (``auto`` after buying a
+#: noisy total or a feature) declares as outputs: every field the pick decides, as whole
+#: fields, so that the list itself is the same whichever mechanism was picked (two
+#: neighbouring inputs can flip the pick; listing the chosen mechanism's own fields made the
+#: list, and the fields outside it, differ)
+PICKED_FROM_NOISE = ("mechanism", "parameters", "notes", "noise_scale", "noise_variance",
+                     "expected_error", "budget_split")
 
 #: The units of protection a release can state (see :attr:`Release.protects`).
 PROTECTED_UNITS = ("record", "user")
@@ -175,8 +183,7 @@ class Release(TabularMixin):
         check_choice(self.protects, "protects", PROTECTED_UNITS)
         for name in self.derived:
             head, _, key = str(name).partition(".")
-            if head not in _DERIVABLE or (key and key not in getattr(self, head)) or (
-                    not key and head == "parameters"):
+            if head not in _DERIVABLE or (key and key not in getattr(self, head)):
                 raise ParameterError(f"derived field {name!r} is not a field of this "
                                      f"{self.mechanism} release")
 

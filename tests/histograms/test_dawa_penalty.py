@@ -97,8 +97,7 @@ def test_publish_passes_the_bound_to_dawa_and_auto_passes_its_total():
     b = publish(x, epsilon=0.05, method="auto", rng=np.random.default_rng(2))
     assert b.mechanism == "dawa"
     assert b.parameters["records_bound"] == b.parameters["auto_noisy_total"]
-    assert {"parameters.records_bound", "parameters.selection_penalty",
-            "parameters.bucket_cost"} <= set(b.derived)
+    assert "parameters" in b.derived   # the pick read the noisy total: all its parameters
 
 
 def test_the_cli_passes_the_records_bound_to_dawa(tmp_path):

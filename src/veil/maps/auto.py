@@ -415,14 +415,11 @@ def publish_auto(x: np.ndarray, *, epsilon, sensitivity: int = 1, scale=None, rn
 def _auto_derived(rel: Release, e_n: float, e_f: float, e_o: float) -> tuple[str, ...]:
     """The fields of auto's release that are outputs: the pick when it read a noisy value,
     the noisy values themselves, and what the inner mechanism sized from the noisy scale."""
-    out = list(rel.derived)
-    if e_n > 0 or e_f > 0 or e_o > 0:  # the pick read a noisy value
-        out += ["mechanism", "parameters.chosen", "parameters.auto_rule", "notes",
-                "parameters.auto_entropy", "parameters.auto_occupancy"]
-    if e_n > 0:
-        out += ["parameters.auto_signal", "parameters.scale_rule",
-                *(f"parameters.{k}" for k in ("m", "m1", "blocks") if k in rel.parameters)]
-    return tuple(dict.fromkeys(out))
+    if e_n > 0 or e_f > 0 or e_o > 0:  # the pick read a noisy value: whole fields, the
+        from ..release import PICKED_FROM_NOISE  # same list whichever method was picked
+
+        return PICKED_FROM_NOISE
+    return tuple(rel.derived)
 
 
 # --------------------------------------------------------------------------- fitting
