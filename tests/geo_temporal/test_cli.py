@@ -63,13 +63,33 @@ def test_model_and_release(tmp_path, model_path, capsys):
     assert check_on_grid(xy, (0.0, 0.0), 1.0, atol=0.02).passed  # 1 m lattice (7-decimal CSV)
 
 
-def test_drop_invalid_points_counted(tmp_path, model_path):
-    out = tmp_path / "o.csv"
-    src = _track(tmp_path / "t.csv", edits={("lat", 3): np.nan, ("lon", 7): 120.0})
-    assert _run(["trajectory", "release", src, "-e", 1, "-d", 0.05, "--model", model_path,
-                 "-o", out, "--on-invalid", "drop"]) == 0
-    assert len(pd.read_csv(out)) == 38
-    assert json.loads((tmp_path / "o.csv.meta.json").read_text())["input"]["n_dropped_invalid"] == 2
+def test_dropped_invalid_points_leave_no_trace_in_the_published_files(tmp_path, model_path,
+                                                                      capsys, monkeypatch):
+    """Neighbours: the same 38 valid points, and those plus two invalid ones (a NaN, and a
+    point outside the grid). The sidecar said `n_dropped_invalid: 2` and `n_points: 40`,
+    i.e. that the person was outside the region at some time, which the release protects.
+    Now the data file, the sidecar and the --json summary are byte-identical; only the
+    operator's stderr says that points were dropped."""
+    monkeypatch.setenv("VEIL_HOME", str(tmp_path / "home"))
+    src, out = tmp_path / "t.csv", tmp_path / "o.csv"
+    side = tmp_path / "o.csv.meta.json"
+    got = {}
+    for name, edits in (("with", {("lat", 3): np.nan, ("lon", 7): 120.0}), ("without", {})):
+        _track(src, edits=edits)
+        if name == "without":  # the same valid points, the two invalid rows removed
+            df = pd.read_csv(src)
+            df.drop(index=[3, 7]).to_csv(src, index=False)
+        capsys.readouterr()
+        assert _run(["trajectory", "release", src, "-e", 1, "-d", 0.05, "--model", model_path,
+                     "-o", out, "--on-invalid", "drop", "--seed", 4, "--json",
+                     "--spend-again", "--force"]) == 0
+        cap = capsys.readouterr()
+        got[name] = (out.read_bytes(), side.read_bytes(), cap.out, cap.err)
+        assert len(pd.read_csv(out)) == 38
+    assert got["with"][:3] == got["without"][:3]
+    assert "dropped 2 invalid point(s)" in got["with"][3]
+    assert "dropped" not in got["without"][3]
+    assert json.loads(got["with"][1])["input"]["n_points"] == 38
 
 
 @pytest.mark.parametrize("case,args,edits,msg", [

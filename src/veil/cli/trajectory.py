@@ -180,7 +180,9 @@ def release_cmd(
     fmt: Optional[str] = typer.Option(None, "--format", "-f", help="csv or json. Default: from "
                                       "the output's extension, else csv."),
     on_invalid: str = typer.Option("error", "--on-invalid", help="NaN or out-of-region points: "
-                                   "'error' (default) or 'drop' (counted in the sidecar)."),
+                                   "'error' (default) or 'drop' (not released; their number "
+                                   "is printed on stderr for you, never in the published "
+                                   "files: where a person was is what the release protects)."),
     initial_latlon: Optional[str] = typer.Option(
         None, "--initial-latlon", help="LAT,LON of a PUBLIC starting point (the first prior "
         "is its cell). Default: uniform over the grid. Only pass a start the adversary may "
@@ -312,8 +314,9 @@ def release_cmd(
     meta["budget_split"] = {"each timestamp": float(epsilon),
                             "users": len(groups),
                             "total of the longest trajectory": float(max(budgets))}
-    meta["input"] = {"path": str(input), "n_points": int(track.t.size),
-                     "n_dropped_invalid": dropped}
+    # the released points only: the number of points dropped as invalid (NaN or outside the
+    # grid) said that a person was outside the region at some time, unprotected
+    meta["input"] = {"path": str(input), "n_points": n}
     meta["seeded"] = seed is not None
     sidecar_path = output.with_name(output.name + ".meta.json")
     from ..io import atomic_paths
