@@ -553,3 +553,27 @@ def test_domain_from_data_is_an_explicit_opt_in_with_a_warning(tmp_path, capsys)
     meta = json.loads((tmp_path / "o.csv.meta.json").read_text())
     assert meta["domain"] == ["Bar", "Church", "Park"]
     assert meta["domain_source"] == "input (--domain-from-data)"
+
+
+def test_a_user_with_only_sensitive_visits_leaves_no_trace_in_the_json_summary(tmp_path,
+                                                                               capsys):
+    """Neighbours: the same users, and those plus one whose every visit is sensitive (7 x
+    Hospital). Data and sidecar were byte-identical, but the published --json summary said
+    `users_left_out: 1`. The operator's stderr line still says so (it is not published)."""
+    base = random_users(5)
+    outs = {}
+    for name, extra in (("without", {}), ("with", {"s1": {"Hospital": 7}})):
+        d = tmp_path / name
+        d.mkdir()
+        write_checkins(d / "c.csv", {**base, **extra})
+        args = ["visits", "hide", d / "c.csv", "--categories", ",".join(DOM), "-s",
+                "Church,Hospital", "-o", d / "out.csv"]
+        code, out, err = run([*args, "--json"], capsys)
+        assert code == 0, err
+        summary = json.loads(out)
+        for key in ("output", "sidecar"):
+            summary[key] = Path(summary[key]).name
+        outs[name] = (files_of(d), summary)
+        code, _, err = run([*args, "--force"], capsys)
+        assert code == 0 and (("1 user(s) left out" in err) == (name == "with")), err
+    assert outs["with"] == outs["without"]

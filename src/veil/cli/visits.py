@@ -609,7 +609,8 @@ def _run_checked(problem: str, input_path: Path, *, output, report, sensitive, c
         left = uh.n_users - published
         done({"problem": problem, "output": str(output), "sidecar": str(side),
               "report": None if report is None else str(report), "users_published": published,
-              "users_left_out": int(left), "categories": len(domain)},
+              "categories": len(domain)},   # users left out: only in the private report
+                                            # (the --json summary is published like the files)
              f"{problem}: {published} users published over {len(domain)} categories -> "
              f"{output} (+ {side.name})"
              + (f"; {left} user(s) left out (listed in the private report)" if left else "")
