@@ -108,6 +108,8 @@ def test_bins_from_data_needs_flag_and_warns(data):
                 "10", "--bins-from-data", "--epsilon", "1", "-o", str(data / "fd.csv")])
     meta = json.loads((data / "fd.csv.meta.json").read_text())
     assert meta["parameters"]["input"]["bins_from_data"] is True
+    # the sidecar says it in words, as map publish --bbox-from-data does (only stderr did)
+    assert any("--bins-from-data): NOT private" in n for n in meta["notes"])
 
 
 def test_a_tiny_epsilon_names_the_options_and_gives_the_budget_back(data, capsys):

@@ -290,6 +290,9 @@ def publish_cmd(
                 status(f"note: {note}")
         if seed is not None:
             notes.append("produced with a fixed --seed: for experiments only, not private")
+        if bins_from_data:  # as `map publish --bbox-from-data` says it (only stderr did here)
+            notes.append("the bins' range was taken from the data's minimum and maximum "
+                         "(--bins-from-data): NOT private")
         table = {"bin": np.arange(n_bins), "lower": lower, "upper": upper,
                  "count": np.asarray(rel.value, dtype=np.float64)}
         info = {"file": str(input), "column": column, "mode": "counts" if counts else "records",
