@@ -397,3 +397,22 @@ def test_noise_counts_advice_names_only_options_it_has(data, capsys):
                 "--sensitivity", "1e300", "-o", str(data / "n.csv")]) == 2
     err = capsys.readouterr().err
     assert "--sensitivity" in err and "--max-records" not in err and "--max-points" not in err
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["-m", "structurefirst"], "count_bound is required"),
+    (["-m", "optimized-structurefirst", "--k", "3"], "count_bound is required"),
+    (["-m", "structurefirst", "--count-bound", "50", "--k", "21"], "must be <= the number"),
+    (["-m", "boost", "--branching", "21"], "must be <= 20"),
+    (["-m", "sort-and-group", "--k", "0"], "must be >= 1")])
+def test_a_refused_method_option_opens_no_ledger(data, monkeypatch, capsys, extra, message):
+    """A missing --count-bound (or --k above the number of bins) was refused by the mechanism
+    after the charge had been reserved: the ledger (and VEIL_HOME) was created and held a
+    cancelled entry. The options are now checked for the number of bins before."""
+    from cli_cases import run_main
+
+    monkeypatch.setenv("VEIL_HOME", str(data / "home"))
+    code, _, err = run_main(["histogram", "publish", data / "ages.csv", "-c", "age", "--bins",
+                             "0:100:20", "-e", "1", "-o", data / "o.csv", *extra], capsys)
+    assert code == 2 and message in err, err
+    assert not (data / "home").exists() and not (data / "o.csv").exists()

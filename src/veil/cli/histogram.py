@@ -251,6 +251,10 @@ def publish_cmd(
         given = {key: v for key, v in (("k", k), ("count_bound", count_bound),
                                         ("branching", branching)) if v is not None}
         params = mechanism_options(method, given)
+        from ..histograms.api import check_options
+
+        # the method's options for this number of bins, before the ledger is opened
+        check_options(method, lower.size, records_bound=records_bound, **params)
         from ..ledger import charge
 
         show(f"{input.name}: content identity for the privacy ledger (one pass)")

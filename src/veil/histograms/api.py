@@ -12,12 +12,13 @@ import numpy as np
 from ..budget import PureDP
 from ..errors import ParameterError
 from ..release import Release
-from ..validation import check_choice, check_positive
+from ..validation import check_choice, check_int, check_positive
 from ._common import as_budget, as_counts
 
 __all__ = ["publish", "publish_records", "publish_binned_records", "publish_bounded_records",
            "histogram_of", "METHODS", "WORKLOAD_AWARE",
-           "choose_method", "AUTO_RULE", "AUTO_TOTAL_FRACTION", "workload_class"]
+           "choose_method", "AUTO_RULE", "AUTO_TOTAL_FRACTION", "workload_class",
+           "check_options"]
 
 METHODS = ("identity", "noisefirst", "structurefirst", "optimized-structurefirst", "boost",
            "hb", "sort-and-group", "ahp", "dawa", "hdmm", "mwem", "auto")
@@ -134,6 +135,39 @@ def _too_large_for_auto(method: str, n: int) -> str:
             return (f"hdmm has no ready strategy for {n:,} bins (above {max(SHIPPED_NS):,}: "
                     f"optimizing one takes minutes)")
     return ""
+
+
+def check_options(method: str, n: int, *, records_bound=None, **params) -> None:
+    """Check a method's public options for ``n`` bins before anything is read or charged.
+
+    The same checks, and messages, as the mechanism itself runs (``k`` from 1 to n, a tree's
+    ``branching`` from 2 to n, the required ``count_bound`` of StructureFirst, a positive
+    ``records_bound``), so a command can refuse a bad option before it opens the privacy
+    ledger (a missing ``--count-bound`` was refused after the charge had been reserved).
+    With ``auto`` the options its pick may take are checked the same way.
+
+    Examples
+    --------
+    >>> check_options("hb", 64)
+    >>> check_options("structurefirst", 64, k=7)
+    Traceback (most recent call last):
+    ...
+    veil.errors.ParameterError: count_bound is required: a public upper bound F on any bin count (e.g. from domain knowledge). It must not be computed from the private counts.
+    """
+    from ._common import check_count_bound, check_k_bins
+    from .tree import check_branching
+
+    method = check_choice(method, "method", METHODS)
+    n = check_int(n, "n", minimum=1)
+    if records_bound is not None:
+        check_positive(records_bound, "records_bound")
+    if params.get("k") is not None:
+        check_k_bins(params["k"], n)
+    if params.get("branching") is not None:
+        check_branching(params["branching"], n)
+    if method in ("structurefirst", "optimized-structurefirst") or (
+            method == "auto" and params.get("count_bound") is not None):
+        check_count_bound(params.get("count_bound"))
 
 
 def _mechanism(method: str):
