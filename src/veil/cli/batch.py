@@ -279,7 +279,12 @@ def trajectories(
     seed: Optional[int] = SEED, work_dir: Optional[Path] = WORK,
     insecure_scheduler: bool = INSECURE,
 ) -> None:
-    """Release every user's trajectory with PIM or LM (epsilon per timestamp)."""
+    """Release every user's trajectory with PIM or LM (epsilon per timestamp).
+
+    Each user's points are released in the order of their exact times; the parts hold user,
+    t, lat, lon, set_size, with t written back exactly as read (an integer column stays
+    integers, a timestamp column the same timestamps, a CSV's timestamp text its text).
+    """
     _run("trajectories", input, output,
          {"model": str(model), "epsilon": epsilon, "delta": delta, "mechanism": mechanism,
           "on_invalid": on_invalid},

@@ -33,7 +33,7 @@ import secrets
 import shlex
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -80,12 +80,17 @@ class InputChangedError(DataError):
 
 
 # --------------------------------------------------------------------------- input
-def _source_sql(files: list[str]) -> str:
+def _source_sql(files: list[str], text_columns: list[str] | tuple[str, ...] = ()) -> str:
+    """The DuckDB relation reading ``files``; ``text_columns`` of a CSV are read as text (the
+    time columns whose text the job writes back as read)."""
     kinds = {Path(f).suffix.lower() for f in files}
     lst = sql.paths(files)
     if kinds <= {".parquet"}:
         return f"read_parquet({lst})"
     if kinds <= {".csv", ".tsv", ".txt"}:
+        if text_columns:
+            types = ", ".join(f"{sql.literal(c)}: 'VARCHAR'" for c in text_columns)
+            return f"read_csv({lst}, header=true, types={{{types}}})"
         return f"read_csv({lst}, header=true)"
     if kinds <= {".json", ".jsonl", ".ndjson"}:
         return f"read_json_auto({lst})"
@@ -137,6 +142,10 @@ def _raw_names(files: list[str], con) -> list[str] | None:
 _INTS = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER"}
 _FLOATS = {"FLOAT", "DOUBLE", "REAL"}
 _TIMES = ("TIMESTAMP", "DATE")
+#: The staged companions of a task column of kind ``time`` (``t``: float64 seconds): ``t.raw``
+#: the value as read (written back by the task), ``t.key`` its exact order when the value is
+#: text (a CSV's timestamps); a typed value orders itself exactly
+RAW, KEY = ".raw", ".key"
 
 
 def _nested(dtype: str) -> bool:
@@ -177,6 +186,56 @@ def _staged_expr(kind: str, col: str, dtype: str, path: str) -> str:
     return q
 
 
+def _raw_time_expr(col: str, dtype: str) -> str:
+    """The staged value of a typed time column as read, in a type that a Parquet round trip
+    keeps (the resume check hashes the input against the staged files)."""
+    q = sql.ident(col)
+    d = dtype.upper()
+    if d in ("TIMESTAMP_S", "TIMESTAMP_MS"):  # stored by DuckDB as microseconds
+        return f"CAST({q} AS TIMESTAMP)"
+    if d in ("HUGEINT", "UHUGEINT"):  # no 128-bit integer in Parquet (beyond any epoch)
+        return f"CAST({q} AS DOUBLE)"
+    return q
+
+
+def _text_time_exprs(col: str, dtype: str, fmt: str | None) -> tuple[str, str, str]:
+    """``(seconds, raw, key)`` of a CSV time column read as text whose sniffed type ``dtype``
+    is a timestamp or a date (``fmt``: the format the sniffer found, ``None`` for ISO 8601).
+
+    The seconds are what DuckDB's typed reading gave (``epoch`` of the value); the raw value
+    is the text of the file; the key is exact nanoseconds since 1970 (DECIMAL(38,0)): the
+    typed value's microseconds and, for ISO text, the nanoseconds within that microsecond
+    (the 7th to 9th digits of the fraction), which the microsecond types drop. They are read
+    from the text as a TIMESTAMP_NS (its wall clock: an offset, whole minutes, never
+    touches them), else, outside the years 1677-2262, from the digits themselves.
+    """
+    q = sql.ident(col)
+    d = dtype.upper()
+    typed = f"CAST(strptime({q}, {sql.literal(fmt)}) AS {d})" if fmt else f"CAST({q} AS {d})"
+    seconds = f"CAST(epoch({typed}) AS DOUBLE)"
+    if d.startswith("DATE"):
+        key = f"CAST(epoch_us(CAST({typed} AS TIMESTAMP)) AS HUGEINT) * 1000"
+    elif d.endswith("_NS"):
+        key = f"CAST(epoch_ns({typed}) AS HUGEINT)"
+    else:
+        sub = "0" if fmt else (
+            f"COALESCE((epoch_ns(TRY_CAST({q} AS TIMESTAMP_NS)) % 1000 + 1000) % 1000, "
+            f"TRY_CAST(rpad(regexp_extract({q}, ':[0-9]{{2}}[.,]([0-9]+)', 1), 9, "
+            f"'0')[7:9] AS INTEGER), 0)")
+        key = f"CAST(epoch_us({typed}) AS HUGEINT) * 1000 + {sub}"
+    return seconds, q, f"CAST({key} AS DECIMAL(38,0))"
+
+
+def _csv_time_formats(path: str, con) -> tuple[str | None, str | None]:
+    """The date and timestamp formats DuckDB's sniffer finds in a CSV (``None``: ISO 8601)."""
+    try:
+        date_fmt, ts_fmt = con.execute(
+            f"SELECT DateFormat, TimestampFormat FROM sniff_csv({sql.path(path)})").fetchall()[0]
+    except Exception:  # noqa: BLE001 - then ISO 8601; a value that does not parse is an error
+        return None, None
+    return date_fmt or None, ts_fmt or None
+
+
 @dataclass
 class Plan:
     """What staging reads: the source, the staged expressions and their aliases."""
@@ -184,9 +243,11 @@ class Plan:
     files: list[str]
     src: str
     exprs: list[str]     # SQL expression per staged column, in order (user first)
-    aliases: list[str]   # staged column names: "user", then the task's columns
+    aliases: list[str]   # staged column names: "user", the task's columns, then the companions
+    #                      of its time columns (``t.raw``, ``t.key``)
     rows: int
     users_estimate: int
+    read: list[str] = field(default_factory=list)  # the input columns the job reads
 
     @property
     def select(self) -> str:
@@ -244,6 +305,26 @@ def inspect_input(job: Job, task, params: dict[str, Any], con) -> Plan:
     kinds = {"user": "user", **{c: task.column_kinds.get(c, "any") for c in task.columns}}
     exprs = [_staged_expr(kinds[a], n, types[n], path) for a, n in needed.items()]
     aliases = list(needed)
+    # the companions of every time column (RAW, KEY): its value as read, written back by the
+    # task, and its exact order; a CSV's timestamps are read as text (DuckDB's typed reading
+    # keeps microseconds: the text of the file keeps every digit)
+    companions: list[tuple[str, str]] = []
+    date_fmt = ts_fmt = None
+    text_times = [n for a, n in needed.items() if kinds[a] == "time"
+                  and types[n].upper().startswith(_TIMES)
+                  and Path(path).suffix.lower() in (".csv", ".tsv", ".txt")]
+    if text_times:
+        src = _source_sql(files, text_times)
+        date_fmt, ts_fmt = _csv_time_formats(path, con)
+    for i, (a, n) in enumerate(needed.items()):
+        if kinds[a] != "time":
+            continue
+        if n in text_times:
+            d = types[n].upper()
+            exprs[i], raw, key = _text_time_exprs(n, d, date_fmt if d == "DATE" else ts_fmt)
+            companions += [(a + RAW, raw), (a + KEY, key)]
+        else:
+            companions.append((a + RAW, _raw_time_expr(n, types[n])))
     domains = task.input_domain(params) if task.input_domain else {}
     # the users that size the default number of buckets: those the task publishes, so that
     # the published folder does not depend on users it leaves out (Task.published_if)
@@ -290,7 +371,10 @@ def inspect_input(job: Job, task, params: dict[str, Any], con) -> Plan:
                             path=path, column=name)
     # max_records: at most m rows per user are staged (and checked again on resume)
     src = staging_source(job, src, list(needed.values()))
-    return Plan(files, src, exprs, aliases, rows, users)
+    for alias, expr in companions:
+        aliases.append(alias)
+        exprs.append(expr)
+    return Plan(files, src, exprs, aliases, rows, users, read=list(needed.values()))
 
 
 def default_buckets(users: int) -> int:
@@ -352,7 +436,7 @@ def _stage(con, plan: Plan, buckets: int, work: Path) -> dict[str, Any]:
     remove_tree(final)
     os.replace(tmp, final)
     fsutil.fsync_dir(work)
-    return {"buckets": buckets, "rows": plan.rows,
+    return {"buckets": buckets, "rows": plan.rows, "columns": list(plan.aliases),
             "per_bucket": {str(b): v for b, v in per.items()}}
 
 
@@ -363,7 +447,11 @@ def bucket_arrays(tbl, cols: list[str]):
     ``arrays["user"]`` holds dense int64 user codes 0..U-1 in sorted order (the
     engine maps them back to the identifiers on output); a string column ``c``
     arrives dictionary-encoded as int32 codes ``arrays[c]`` with its values in
-    ``arrays[c + ".dictionary"]``; numeric columns arrive as they are.
+    ``arrays[c + ".dictionary"]``; numeric columns arrive as they are. A column ``c``
+    of kind ``time`` (float64 seconds, sorted by its exact value) also arrives as read in
+    ``arrays[c + ".raw"]``, an Arrow array (added by :func:`run_bucket`): a task that
+    writes times writes that array back (an integer stays an integer, a timestamp a
+    timestamp, a CSV's text its text).
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -391,6 +479,17 @@ def bucket_arrays(tbl, cols: list[str]):
         else:
             arrays[c] = col.to_numpy(zero_copy_only=False)
     return arrays, ids
+
+
+def _raw_array(col):
+    """A time column as read (an Arrow array, handed to the task as it is): a timestamp with
+    a time zone is labelled UTC, so that a part does not depend on the worker's zone."""
+    import pyarrow as pa
+
+    arr = col.combine_chunks()
+    if pa.types.is_timestamp(arr.type) and arr.type.tz is not None:
+        arr = arr.cast(pa.timestamp(arr.type.unit, tz="UTC"))
+    return arr
 
 
 _CONNECTION = None
@@ -497,19 +596,28 @@ def run_bucket(spec: dict[str, Any], b: int, extra: dict[str, Any]) -> dict[str,
                 raise StagingDamagedError(f"staged bucket {b} is damaged or missing ({f})")
             files.append(str(f))
         cols = ["user", *task.columns]
+        staged = spec.get("staged") or cols
+        raws = [c for c in task.columns if c + RAW in staged]
         if files:
-            rest = [c for c in cols if c not in ("user", *task.order_by)]
-            order = ", ".join(sql.ident(c) for c in ("user", *task.order_by, *rest))
-            sel = ", ".join(sql.ident(c) for c in cols)
+            # a time column orders by its exact value (its key, else its value as read), not
+            # by its float64 seconds (two fixes 100 ns apart are one float); every staged
+            # column follows, so that ties are always in the same order
+            first = ["user", *(c + KEY if c + KEY in staged else c + RAW if c + RAW in staged
+                               else c for c in task.order_by)]
+            order = ", ".join(sql.ident(c) for c in dict.fromkeys([*first, *staged]))
+            sel = ", ".join(sql.ident(c) for c in [*cols, *(c + RAW for c in raws)])
             tbl = _worker_connection().sql(
                 f"SELECT {sel} FROM read_parquet({sql.paths(files)}) ORDER BY {order}"
             ).to_arrow_table()
         else:
-            tbl = pa.table({c: pa.array([], pa.string()) for c in cols})
+            tbl = pa.table({c: pa.array([], pa.string())
+                            for c in [*cols, *(c + RAW for c in raws)]})
         if tbl.num_rows != extra["rows"]:
             raise StagingDamagedError(f"staged bucket {b} holds {tbl.num_rows} rows, "
                                       f"{extra['rows']} were staged")
         arrays, user_ids = bucket_arrays(tbl, cols)
+        for c in raws:
+            arrays[c + RAW] = _raw_array(tbl.column(c + RAW))
         rows_in = int(tbl.num_rows)
         del tbl  # the arrays hold what the task needs: free the Arrow copy before it runs
         rng = bucket_rng(extra["entropy"])
@@ -718,9 +826,7 @@ def _ledger_reserve(job: Job, epsilon: float, fingerprint: str, unit: str, plan:
                     resume: bool = False) -> None:
     """Privacy ledger: reserve the release before any noise is drawn (see veil.engine.job);
     :func:`commit_ledger` once it is published, :func:`release_ledger` if it never is."""
-    reserve_ledger(job, epsilon, fingerprint, unit=unit,
-                   read=[job.user_column, *[job.columns.get(c, c) for c in plan.aliases[1:]]],
-                   resume=resume)
+    reserve_ledger(job, epsilon, fingerprint, unit=unit, read=list(plan.read), resume=resume)
 
 
 def _per_timestamp(task, params: dict[str, Any], epsilon: float) -> dict[str, Any]:
@@ -778,6 +884,20 @@ def _staging_ok(work: Path, state: dict[str, Any], buckets: list[int]) -> bool:
             except OSError:
                 return False
     return True
+
+
+def _check_staging_layout(job: Job, task, work: Path, state: dict[str, Any]) -> None:
+    """Refuse to resume a run whose staging lacks what this veil stages: the value as read
+    of each time column (an older veil staged float64 seconds only, and its finished parts
+    hold those; its input digests cover other columns)."""
+    staged = state["staging"].get("columns")
+    times = [c for c in task.columns if task.column_kinds.get(c) == "time"]
+    if times and (not isinstance(staged, list) or any(c + RAW not in staged for c in times)):
+        raise DataError(f"the work folder {work} holds an interrupted run staged by an older "
+                        "veil (its times were staged as float64 seconds only, this veil writes "
+                        "them back as read): finish it with that version, or discard it (veil "
+                        f"batch discard {shlex.quote(str(job.output))} --yes) and start a new "
+                        "job (nothing of it was published)", path=str(job.output))
 
 
 def _check_same_input(con, plan: Plan, state: dict[str, Any]) -> None:
@@ -1021,6 +1141,7 @@ def _run_locked(job: Job, task, params, cost: tuple[float, str], fingerprint: st
             state["runs"] = int(state.get("runs", 1)) + 1
             key = seed_key(job.seed) if job.seed is not None else load_key(work)
             if not committing:
+                _check_staging_layout(job, task, work, state)
                 plan = inspect_input(job, task, params, con)
                 _check_same_input(con, plan, state)
                 _ledger_reserve(job, epsilon, fingerprint, unit, plan, resume=True)
@@ -1070,7 +1191,8 @@ def _execute(job: Job, task, params, work: Path, state: dict[str, Any], key: byt
     per = state["staging"]["per_bucket"]
     buckets = int(state["staging"]["buckets"])
     spec = {"work": str(work), "job_id": state["job_id"], "task": job.task, "params": params,
-            "task_module": getattr(task.per_bucket, "__module__", None)}
+            "task_module": getattr(task.per_bucket, "__module__", None),
+            "staged": state["staging"].get("columns")}
     items = [(b, {"files": per[str(b)].get("files", {}), "rows": per[str(b)]["rows"],
                   "entropy": bucket_entropy(key, b)}) for b in pending]
     prog = _Progress(job.progress, buckets, buckets - len(pending))

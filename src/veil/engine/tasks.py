@@ -251,6 +251,8 @@ def _register_trajectories() -> None:
     register_task(Task(
         name="trajectories", columns=("t", "lat", "lon"), order_by=("t",),
         per_bucket=release_bucket, validate=validate_job_params,
+        # "t" is of kind time: sorted by its exact value, it also arrives as read ("t.raw",
+        # staged beside the float seconds), which release_bucket writes back unchanged
         # epsilon plus the public bound of the float64 correction, per timestamp
         epsilon=lambda p: float(p["epsilon_step_bound"]),
         column_kinds={"t": "time", "lat": "number", "lon": "number"},

@@ -2,9 +2,11 @@
 
 :func:`release_bucket` has the engine's per-bucket signature ``f(arrays, params, rng)``:
 ``arrays`` holds integer user codes ``user`` (sorted, 0..n-1 within the bucket) and the
-columns ``t``, ``lat``, ``lon`` sorted by user then time; every user's trajectory is
-released independently by :func:`~veil.geo.temporal.release_trajectory` with its own child
-random stream. The engine owner registers it, e.g.::
+columns ``t`` (float64 seconds), ``lat``, ``lon`` sorted by user then by the exact time, and
+``t.raw``, the time column as read (an Arrow array: integer, timestamp or text); every
+user's trajectory is released independently by :func:`~veil.geo.temporal.release_trajectory`
+with its own child random stream, and its times are written back as read (``t.raw``; float
+seconds only when the arrays have no ``t.raw``). The engine owner registers it, e.g.::
 
     register_task(Task(name="trajectories", columns=("t", "lat", "lon"), order_by=("t",),
                        per_bucket=release_bucket, validate=validate_params,
@@ -78,6 +80,9 @@ def release_bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
                    rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Release every user's trajectory in one bucket; returns user, t, lat, lon, set_size.
 
+    ``t`` is ``arrays["t.raw"]`` (the time column as read, its type kept) for the points
+    released, else the float seconds ``arrays["t"]``.
+
     Why private: each user's release is the per-timestamp eps-DP PIM/LM loop (see
     :func:`release_trajectory`) run on that user's data only, with an independent random
     stream; users do not affect each other's output.
@@ -100,17 +105,23 @@ def release_bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
         model = _load_model(str(model))
     user = np.asarray(arrays["user"])
     t = np.asarray(arrays["t"], dtype=np.float64)
+    raw = arrays.get("t.raw")  # the times as read: written back unchanged
     cells = model.grid.cell_of(arrays["lat"], arrays["lon"])
     bad = cells < 0
     if bad.any() and params.get("on_invalid", "error") == "error":
         i = int(np.flatnonzero(bad)[0])
+        shown = t[i] if raw is None else raw[i].as_py()
         raise DataError(f"{int(bad.sum())} point(s) are NaN or outside the model's grid (first: "
-                        f"user code {user[i]}, t={t[i]}); pass on_invalid='drop' to drop them")
+                        f"user code {user[i]}, t={shown}); pass on_invalid='drop' to drop them")
     keep = ~bad
     user, t, cells = user[keep], t[keep], cells[keep]
     if user.size == 0:
         return {"user": user, "t": t, "lat": t.copy(), "lon": t.copy(),
                 "set_size": np.zeros(0, np.int64)}
+    if raw is not None:
+        import pyarrow as pa
+
+        raw = raw.filter(pa.array(keep)) if bad.any() else raw
     starts = np.flatnonzero(np.r_[True, user[1:] != user[:-1]])
     ends = np.r_[starts[1:], user.size]
     streams = spawn(rng, starts.size)
@@ -124,4 +135,5 @@ def release_bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
                                delta=params["delta"], mechanism=params["mechanism"], rng=g)
         lat[a:b], lon[a:b] = r.released_latlon[:, 0], r.released_latlon[:, 1]
         size[a:b] = r.set_sizes
-    return {"user": user, "t": t, "lat": lat, "lon": lon, "set_size": size}
+    return {"user": user, "t": t if raw is None else raw, "lat": lat, "lon": lon,
+            "set_size": size}
