@@ -274,3 +274,26 @@ def test_resuming_a_run_staged_by_an_older_veil_is_a_clear_error(tmp_path, model
     assert len(r.stderr.strip().splitlines()) == 1
     assert sorted(p.relative_to(work) for p in work.rglob("*")) == before
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("kind", ["int", "timestamp"])
+def test_a_point_without_a_time_is_invalid(tmp_path, model, kind):
+    """A point with a missing time was released (t = NaN before the exact times, an empty t
+    after): `veil trajectory release` refuses it. It is now an invalid point like a NaN
+    position: an error, or dropped with on_invalid='drop'."""
+    rows = _points()
+    times = [t for _, t, _ in rows]
+    arr = (pa.array(times, pa.int64()) if kind == "int"
+           else pa.array(times, pa.int64()).cast(pa.timestamp("ns")))
+    tbl = _table(rows, arr)
+    ll = GRID.to_latlon(GRID.centers_m[[PATHS["a"][0]]])
+    miss = pa.table({"user": ["a"], "t": pa.array([None], arr.type),
+                     "lat": [float(ll[0, 0])], "lon": [float(ll[0, 1])]})
+    pq.write_table(pa.concat_tables([tbl, miss]), tmp_path / "p.parquet")
+    with pytest.raises(DataError, match="without a time"):
+        _release(tmp_path / "p.parquet", tmp_path / "o1", model)
+    run_job(Job(tmp_path / "p.parquet", tmp_path / "o2", "trajectories",
+                params={"model": str(model), **PARAMS, "on_invalid": "drop"}, seed=3,
+                buckets=4, progress=False, spend_again=True))
+    pub = _published(tmp_path / "o2")
+    assert pub.column("t").null_count == 0 and pub.num_rows == len(rows)

@@ -107,12 +107,17 @@ def release_bucket(arrays: dict[str, np.ndarray], params: dict[str, Any],
     t = np.asarray(arrays["t"], dtype=np.float64)
     raw = arrays.get("t.raw")  # the times as read: written back unchanged
     cells = model.grid.cell_of(arrays["lat"], arrays["lon"])
-    bad = cells < 0
+    # a point without a time is invalid too (it was released with t = NaN, or an empty t)
+    no_time = ~np.isfinite(t)
+    if raw is not None:
+        no_time |= np.asarray(raw.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    bad = (cells < 0) | no_time
     if bad.any() and params.get("on_invalid", "error") == "error":
         i = int(np.flatnonzero(bad)[0])
         shown = t[i] if raw is None else raw[i].as_py()
-        raise DataError(f"{int(bad.sum())} point(s) are NaN or outside the model's grid (first: "
-                        f"user code {user[i]}, t={shown}); pass on_invalid='drop' to drop them")
+        raise DataError(f"{int(bad.sum())} point(s) are NaN, outside the model's grid or "
+                        f"without a time (first: user code {user[i]}, t={shown}); pass "
+                        "on_invalid='drop' to drop them")
     keep = ~bad
     user, t, cells = user[keep], t[keep], cells[keep]
     if user.size == 0:
