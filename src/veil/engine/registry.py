@@ -41,7 +41,9 @@ class Task:
         What each input column must hold, checked on the whole input before any
         bucket runs: ``"category"`` (staged as text; no empty cell), ``"number"``
         (staged as float64), ``"time"`` (a number or a timestamp, staged as float64
-        seconds); other columns are staged as they are (lists and records refused).
+        seconds for checks, plus ``c.raw``, the value as read, which the task receives and
+        may write back, and for a CSV's timestamp text ``c.key``, its exact order); other
+        columns are staged as they are (lists and records refused).
     input_domain : callable, optional
         ``params -> {column: [allowed values]}``: a closed public domain; a row outside it
         is an error before any bucket runs.
