@@ -14,8 +14,8 @@ from ..errors import DataError, ParameterError, PrivacyWarning
 from ..validation import check_int
 from .common import (DELIMITER, EPSILON, FORCE, INPUT_FORMAT, LEDGER, OUTPUT_FORMAT, SEED,
                      SPEND_AGAIN, answer, exact, output_format,
-                     done, input_options, json_mode, release_summary, say, status,
-                     writes_files)
+                     done, input_options, json_mode, options_named, release_summary, say,
+                     status, writes_files)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Differentially private histograms (publish, evaluate).")
@@ -131,8 +131,14 @@ def parse_bins(spec: Optional[str], *, values: Optional[np.ndarray],
 
 # ----------------------------------------------------------------------------- commands
 
+#: The library's names of the options of ``publish`` (its refusals name the option).
+PUBLISH_OPTIONS = {"k": "--k", "count_bound": "--count-bound", "records_bound": "--records-bound",
+                   "branching": "--branching", "max_records": "--max-records", "seed": "--seed"}
+
+
 @app.command("publish")
 @writes_files("input")
+@options_named(PUBLISH_OPTIONS)
 def publish_cmd(
     input: Path = typer.Argument(..., help="CSV or Parquet file (read with DuckDB)."),
     column: str = typer.Option(..., "--column", "-c", help="Column with one value per record "
@@ -262,7 +268,11 @@ def publish_cmd(
                read=[column] + ([user_column] if user_column else []),
                outputs=[output, sidecar_path(output)], format=input_format, delimiter=delimiter)
         rng = make_rng(seed=seed) if seed is not None else make_rng()
-        show(f"{method} on the histogram")
+        from ..histograms._hdmm_shipped import SHIPPED_NS
+
+        show(f"{method} on the histogram" + (
+            f": optimizing a strategy for {lower.size:,} bins (minutes)"
+            if method == "hdmm" and lower.size > max(SHIPPED_NS) else ""))
         if counts:
             rel = publish(counts=hist, epsilon=epsilon, method=method, rng=rng,
                           records_bound=records_bound, **params)
@@ -342,6 +352,7 @@ MAX_QUERIES = 10**6
 
 
 @app.command("evaluate")
+@options_named({"workload": "--workload", "queries": "--queries", "seed": "--seed"})
 def evaluate_cmd(
     published: Path = typer.Argument(..., help="Published histogram (from `publish`)."),
     true: Path = typer.Option(..., "--true", help="True counts per bin (.csv, .parquet, "
