@@ -83,7 +83,7 @@ BAD = [
     (["ages.csv", "--column", "age", "--bins", "0:100:4", "--method", "structurefirst",
       "--count-bound", "10", "--k", "5"], "k must be <= the number of bins n=4, got 5"),
     (["ages.csv", "--column", "age", "--bins", "0:100:4", "--method", "structurefirst"],
-     "count_bound is required"),
+     "--count-bound is required"),
     (["ages.csv", "--column", "age", "--bins", "5,3,9"], "increasing"),
 ]
 
@@ -400,8 +400,8 @@ def test_noise_counts_advice_names_only_options_it_has(data, capsys):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["-m", "structurefirst"], "count_bound is required"),
-    (["-m", "optimized-structurefirst", "--k", "3"], "count_bound is required"),
+    (["-m", "structurefirst"], "--count-bound is required"),
+    (["-m", "optimized-structurefirst", "--k", "3"], "--count-bound is required"),
     (["-m", "structurefirst", "--count-bound", "50", "--k", "21"], "must be <= the number"),
     (["-m", "boost", "--branching", "21"], "must be <= 20"),
     (["-m", "sort-and-group", "--k", "0"], "must be >= 1")])

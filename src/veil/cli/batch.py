@@ -8,7 +8,8 @@ from typing import Any, Optional
 import typer
 
 from .common import LEDGER as _LEDGER
-from .common import SEED, SPEND_AGAIN, answer, done, exact, json_mode, quiet, status, writes_files
+from .common import (SEED, SPEND_AGAIN, answer, done, exact, json_mode, options_named, quiet,
+                     status, writes_files)
 
 app = typer.Typer(no_args_is_help=True, help="Per-user batch jobs (local processes or Dask).")
 
@@ -31,6 +32,10 @@ BUCKETS = typer.Option(None, "--buckets", help="Units of work (default: one per 
 LEDGER = _LEDGER
 USER = typer.Option("user", "--user-column", help="Column holding the user identifier.")
 OUT = typer.Option(..., "--output", "-o", help="Output folder (Parquet parts + _manifest.json).")
+
+#: The engine's and the tasks' names of the options (their refusals name the option).
+ENGINE_OPTIONS = {"workers": "--workers", "engine": "--engine", "buckets": "--buckets",
+                  "seed": "--seed"}
 
 
 def _job(task: str, input: Path, output: Path, params: dict[str, Any], *, user_column: str,
@@ -77,6 +82,8 @@ def _run(task: str, input: Path, output: Path, params: dict[str, Any], *,
 
 @app.command("counts")
 @writes_files("input")
+@options_named({**ENGINE_OPTIONS, "epsilon": "--epsilon", "max_records": "--max-records",
+                "categories": "--categories"})
 def counts(
     input: Path = typer.Argument(..., help="Check-ins: CSV, Parquet (file or folder) or JSON."),
     output: Path = OUT,
@@ -127,6 +134,10 @@ def _names(value: str, option: str) -> list[str]:
 
 
 @app.command("visits")
+@options_named({**ENGINE_OPTIONS, "categories": "--categories", "sensitive": "--sensitive",
+                "distance": "--distance", "resample_size": "--resample-size",
+                "resample size": "--resample-size", "resample_mix": "--resample-mix",
+                "resample mix": "--resample-mix"})
 def visits(
     input: Path = typer.Argument(..., help="Check-ins (user, category[, time])."),
     output: Path = OUT,
@@ -259,6 +270,8 @@ def _check_report(report: Path, output: Path, work_dir: Optional[Path], job) -> 
 
 @app.command("trajectories")
 @writes_files("input", "model")
+@options_named({**ENGINE_OPTIONS, "epsilon": "--epsilon", "delta": "--delta",
+                "mechanism": "--mechanism", "on_invalid": "--on-invalid"})
 def trajectories(
     input: Path = typer.Argument(..., help="Points: user, time, lat, lon (CSV/Parquet/JSON)."),
     output: Path = OUT,

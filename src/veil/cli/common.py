@@ -11,12 +11,14 @@ Conventions
   (``.csv``, ``.parquet``, ``.json``), else CSV.
 - Bad input raises :class:`veil.errors.ParameterError` / :class:`veil.errors.DataError`;
   ``veil.cli.main`` prints it as one line and exits with status 2.
+- A library's refusal of an option's value names the option, not the library's parameter:
+  a command declares the mapping with :class:`options_named`.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 import functools
 import inspect
 import os
@@ -73,6 +75,7 @@ __all__ = [
     "FORCE", "SPEND_AGAIN", "LEDGER", "writes_files",
     "output_path", "output_format", "read_input", "check_epsilon_option", "write_output", "echo_release",
     "check_column_option", "naming_file", "input_options", "release_summary", "stages",
+    "options_named", "option_subject",
 ]
 
 
@@ -229,6 +232,93 @@ def naming_file(path: Path) -> Iterator[None]:
         if prefix and text.startswith(prefix):
             text = text[len(prefix):]
         raise DataError(text, path=str(path), row=exc.row, column=exc.column) from None
+
+
+#: What may follow a parameter name that is the subject of a message: "k must be >= 1",
+#: "count_bound is required: ...", "records_bound: ...", "r=12: the sanitized size ...".
+_SUBJECT_ENDS = (" ", ":", ",", "=")
+_QUOTES = ("'", '"', "`")
+
+
+def option_subject(text: str, names: Mapping[str, str]) -> Optional[str]:
+    """``text`` with its subject, a library parameter named in ``names``, replaced by the
+    option the user typed; None when the message does not start with one of those names.
+
+    The name must be the message's subject: it starts the message and is followed by a
+    space, ``:``, ``,`` or ``=`` (or the text ends), or it starts the message quoted
+    (``'k' must ...``, the quotes are kept). A name is never replaced inside a longer word
+    (``k`` in ``keys must ...``) nor later in the message (values, column names and file
+    names quoted there are the user's). Longer names are tried first (``time window start``
+    before ``time``). The rest of the message is kept exactly.
+
+    >>> option_subject("records_bound must be > 0, got -3.0", {"records_bound": "--records-bound"})
+    '--records-bound must be > 0, got -3.0'
+    >>> option_subject("'k' must be >= 1", {"k": "--k"})
+    "'--k' must be >= 1"
+    >>> option_subject("keys must differ", {"k": "--k"}) is None
+    True
+    """
+    for name in sorted(names, key=len, reverse=True):
+        if not name:
+            continue
+        for q in _QUOTES:
+            if text.startswith(q + name + q):
+                return q + names[name] + q + text[len(name) + 2:]
+        if text.startswith(name):
+            rest = text[len(name):]
+            if rest == "" or rest.startswith(_SUBJECT_ENDS):
+                return names[name] + rest
+    return None
+
+
+class options_named(contextlib.ContextDecorator):
+    """Word the library's refusals of a command's option values with the options' names.
+
+    Library functions name their parameters in their messages (``k must be >= 1, got 0``),
+    which is right for a library caller but not for someone who typed ``--k 0``. A command
+    declares how the library parameters it passes map to its options; a
+    :class:`~veil.errors.ParameterError` raised inside, whose message has one of those
+    parameters as its subject (see :func:`option_subject`), is raised again with the
+    option's name instead (``--k must be >= 1, got 0``), the rest of the message kept
+    exactly. Other errors, and messages that do not start with a declared name, pass
+    unchanged. The library's own messages are not changed.
+
+    Use it as a decorator of a command (below ``@app.command`` and ``@writes_files``) or as
+    a context manager around the library calls::
+
+        @options_named({"k": "--k", "count_bound": "--count-bound"})
+        def publish_cmd(...): ...
+
+        with options_named({"cell_m": "--cell"}):
+            PublicCells(cell)
+
+    The names are taken as given (a phrase such as ``"resample size"`` or ``"option
+    height"`` too); give each the option's long name (``--epsilon``, not ``-e``).
+    """
+
+    def __init__(self, names: Mapping[str, str]):
+        self.names = dict(names)
+        for name, option in self.names.items():
+            if not (isinstance(option, str) and option.startswith("-")):
+                raise ValueError(f"options_named: {name!r} must map to an option such as "
+                                 f"'--{name.replace('_', '-')}', got {option!r}")
+
+    def __enter__(self) -> "options_named":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        from ..errors import ParameterError
+
+        if exc is None or not isinstance(exc, ParameterError):
+            return False
+        text = option_subject(str(exc), self.names)
+        if text is None:
+            return False
+        # the same exception (its class and traceback), its message worded with the option
+        exc.args = (text,)
+        if str(exc) != text:  # a subclass that formats its own text: a plain ParameterError
+            raise ParameterError(text) from exc
+        return False
 
 
 def check_column_option(value: str, option: str) -> str:

@@ -8,7 +8,7 @@ from typing import Optional
 import numpy as np
 import typer
 
-from .common import FORCE, OUTPUT_FORMAT, done, output_format, writes_files
+from .common import FORCE, OUTPUT_FORMAT, done, options_named, output_format, writes_files
 
 app = typer.Typer(no_args_is_help=True,
                   help="Synthetic data to try veil on (no network, nothing from ../shared).")
@@ -18,6 +18,7 @@ KINDS = ("checkins", "trajectories", "points", "census", "categories")
 
 @app.command("synth")
 @writes_files()
+@options_named({"seed": "--seed"})
 def synth(
     kind: str = typer.Argument(..., help="checkins, trajectories, points, census or categories."),
     output: Path = typer.Option(..., "--output", "-o", help="CSV, Parquet or JSON file."),

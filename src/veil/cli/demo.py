@@ -8,10 +8,11 @@ from typing import Optional
 import typer
 
 from . import app
-from .common import FORCE, SEED, done, quiet
+from .common import FORCE, SEED, done, options_named, quiet
 
 
 @app.command("demo")
+@options_named({"seed": "--seed"})
 def demo(
     output: Path = typer.Option(Path("report"), "--output", "-o",
                                 help="Folder for report/index.html and its data."),

@@ -11,7 +11,7 @@ import typer
 
 from .common import (DELIMITER, EPSILON, FORCE, INPUT, INPUT_FORMAT, LEDGER, OUTPUT,
                      OUTPUT_FORMAT, SEED, SPEND_AGAIN, check_epsilon_option, echo_release,
-                     number_list_option,
+                     number_list_option, options_named,
                      answer, done, json_mode, output_format, output_path, read_input, say,
                      status, write_output, writes_files)
 
@@ -88,6 +88,8 @@ def parse_region(spec: str):
 
 @app.command("obfuscate")
 @writes_files("input", "key_file", "region", "remap_prior")
+@options_named({"grid_step": "--grid-step", "cell_m": "--cell", "window_s": "--consistent-window",
+                "resolution": "--resolution", "seed": "--seed"})
 def obfuscate(
     input: Path = INPUT,
     epsilon: float = typer.Option(..., "--epsilon", "-e",
@@ -180,10 +182,7 @@ def obfuscate(
         from ..validation import check_positive
 
         check_positive(window_s, "--consistent-window")
-        try:
-            PublicCells(cell)
-        except ParameterError as exc:
-            raise ParameterError(f"--cell: {exc}") from None
+        PublicCells(cell)  # "cell_m must be > 0" is worded "--cell must be > 0"
     if user_column is not None and not consistent:
         raise ParameterError("--user-column only applies with --consistent-window")
     if remap_prior is not None and grid_step is not None:
@@ -329,8 +328,14 @@ def _load_or_create_key(path: Path, new: bytes | None = None) -> bytes:
     return key
 
 
+#: ``--loss`` is parsed by the library, which names the loss and the P of ``power:P`` and the
+#: DELTA of ``threshold:DELTA`` by its parameters ("p must be > 0")
+LOSS_OPTIONS = {"loss": "--loss", "p": "--loss power:P", "delta": "--loss threshold:DELTA"}
+
+
 @app.command("noise")
 @writes_files()
+@options_named(LOSS_OPTIONS)
 def noise(
     privacy: str = typer.Option("geo", "--privacy",
                                 help="geo (eps per metre) or D-eps ((D, eps)-location privacy)."),
@@ -395,6 +400,7 @@ MAX_RISK_CELLS = 5000
 
 @app.command("risk")
 @writes_files("prior", "region")
+@options_named({"step": "--cell"})  # the grid of --region is built with step=--cell
 def risk(
     epsilon: float = typer.Option(..., "--epsilon", "-e", help="Privacy per METRE of the "
                                   "planar Laplace reports (> 0)."),
@@ -472,6 +478,7 @@ NYC_BOX = (40.70, -74.02, 40.82, -73.93)
 
 
 @writes_files()
+@options_named({"seed": "--seed"})
 def bench(
     epsilons: str = typer.Option("0.0005,0.001,0.002,0.005", "--epsilons",
                                  help="Comma-separated eps per metre."),

@@ -11,7 +11,8 @@ from typing import List, Optional
 import typer
 
 from .common import (DELIMITER, EPSILON, FORCE, INPUT_FORMAT, LEDGER, SEED, SPEND_AGAIN,
-                     answer, done, exact, json_mode, release_summary, say, status, writes_files)
+                     answer, done, exact, json_mode, options_named, release_summary, say, status,
+                     writes_files)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="DP density maps of locations (publish, query).")
@@ -78,8 +79,18 @@ def _check_columns(options: dict) -> None:
         seen[name] = option
 
 
+#: The library's names of the options of ``publish`` (its refusals name the option).
+PUBLISH_OPTIONS = {
+    "max_points": "--max-points", "scale": "--scale", "height": "--height",
+    "branching": "--branching", "option height": "--height", "option branching": "--branching",
+    "cell size (metres)": "--cell-size", "time window start": "--start",
+    "time window end": "--end", "engine": "--engine", "workers": "--workers",
+    "scheduler": "--scheduler", "memory_limit": "--memory-limit", "seed": "--seed"}
+
+
 @app.command("publish")
 @writes_files("input")
+@options_named(PUBLISH_OPTIONS)
 def publish_cmd(
     input: Path = typer.Argument(..., help="Points: .csv/.tsv, .parquet or .json (read with "
                                  "DuckDB, streamed)."),

@@ -15,7 +15,8 @@ import typer
 
 from .common import (DELIMITER, EPSILON, FORCE, INPUT, INPUT_FORMAT, LEDGER, OUTPUT,
                      OUTPUT_FORMAT, SEED, SPEND_AGAIN, check_epsilon_option, echo_release,
-                     output_format, output_path, read_input, write_output, writes_files)
+                     options_named, output_format, output_path, read_input, write_output,
+                     writes_files)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Generic noise mechanisms on a column of a file (geometric for counts).")
@@ -23,6 +24,7 @@ app = typer.Typer(no_args_is_help=True, add_completion=False,
 
 @app.command("counts")
 @writes_files("input")
+@options_named({"epsilon": "--epsilon", "sensitivity": "--sensitivity", "seed": "--seed"})
 def counts(
     input: Path = INPUT,
     column: str = typer.Option(..., "--column", "-c",

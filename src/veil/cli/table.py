@@ -8,8 +8,8 @@ from typing import Optional
 import typer
 
 from ..errors import ParameterError
-from .common import (FORCE, INPUT_FORMAT, SEED, answer, done, json_mode, say, stages, status,
-                     writes_files)
+from .common import (FORCE, INPUT_FORMAT, SEED, answer, done, json_mode, options_named, say,
+                     stages, status, writes_files)
 
 app = typer.Typer(no_args_is_help=True, help=__doc__)
 constraints_app = typer.Typer(no_args_is_help=True,
@@ -196,6 +196,8 @@ def _hierarchies(folder, items, qi_cols):
 
 @app.command("anonymize")
 @writes_files("input", "constraints")
+@options_named({"k": "--k", "max_suppression": "--max-suppression", "threshold": "--risk-threshold",
+                "seed": "--seed"})
 def anonymize_cmd(
     input: Path = typer.Argument(..., help="Input table (CSV or Parquet), read as text."),
     k: int = typer.Option(..., "--k", "-k", help="Minimum class size on the QI tuple (>= 2)."),
@@ -354,6 +356,7 @@ def _suppression_utility(table, res, qi_cols):
 
 @app.command("risk")
 @writes_files("input", "population")
+@options_named({"threshold": "--threshold", "sampling_fraction": "--sampling-fraction"})
 def risk_cmd(
     input: Path = typer.Argument(..., help="Table (CSV or Parquet), read as text."),
     qi: str = typer.Option(..., "--qi", help="Quasi-identifier columns, comma-separated."),
@@ -616,6 +619,7 @@ def minimize_cmd(
 
 
 @writes_files()
+@options_named({"seed": "--seed", "repeats": "--repeats"})
 def bench(
     quick: bool = typer.Option(False, "--quick", help="Small sizes (a few seconds)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o",

@@ -8,8 +8,8 @@ from typing import List, Optional
 import typer
 
 from .common import (DELIMITER, EPSILON, FORCE, INPUT_FORMAT, LEDGER, SEED, SPEND_AGAIN, answer,
-                     check_epsilon_option, done, exact, input_options, number_list_option, status,
-                     writes_files)
+                     check_epsilon_option, done, exact, input_options, number_list_option,
+                     options_named, status, writes_files)
 
 app = typer.Typer(no_args_is_help=True, help="Release locations under temporal correlations.")
 
@@ -17,6 +17,11 @@ BENCH_NAME = "temporal"
 
 
 TIME_HELP = ("Time column (default: 't', or its alias 'time'); seconds or ISO timestamps.")
+
+#: The fields of ``--grid lat_min,lon_min,lat_max,lon_max,nx,ny``, as the grid names them
+#: ("nx must be >= 1" is worded "--grid nx must be >= 1").
+GRID_FIELDS = {name: f"--grid {name}"
+               for name in ("lat_min", "lon_min", "lat_max", "lon_max", "nx", "ny")}
 
 
 def _read_track(path, **options):
@@ -86,6 +91,9 @@ def _sequences(inputs, grid, time_column, user_column, **read_opts):
 
 @app.command("model")
 @writes_files("inputs")
+@options_named({**GRID_FIELDS, "empty_rows": "--empty-rows", "smoothing": "--smoothing",
+                "prior_weight": "--prior-weight", "prior_scale_m": "--prior-scale",
+                "scale_m": "--prior-scale"})
 def model_cmd(
     inputs: List[Path] = typer.Argument(..., help="GeoLife .plt files or folders (searched "
                                         "recursively), or CSV/Parquet files with user,t,lat,"
@@ -164,6 +172,8 @@ def _parse_latlon(text: str, option: str):
 
 @app.command("release")
 @writes_files("input", "model")
+@options_named({**GRID_FIELDS, "epsilon": "--epsilon", "delta": "--delta",
+                "resolution": "--resolution", "seed": "--seed"})
 def release_cmd(
     input: Path = typer.Argument(..., help="A CSV/Parquet with \\[user,]t,lat,lon (time-sorted "
                                  "per user) or a GeoLife .plt file."),
@@ -218,8 +228,8 @@ def release_cmd(
     from ..release import to_jsonable
     from ..validation import check_choice, check_delta, check_epsilon
 
-    check_epsilon(epsilon)
-    check_delta(delta)
+    check_epsilon(epsilon, "--epsilon")
+    check_delta(delta, "--delta")
     check_choice(mechanism, "--mechanism", ("pim", "lm"))
     from .common import output_format
 
@@ -341,6 +351,8 @@ def release_cmd(
 
 @app.command("risk")
 @writes_files("original", "released")
+@options_named({**GRID_FIELDS, "k": "--k", "n_knowledge": "--tries", "tolerance": "--tolerance",
+                "attack": "--attack", "seed": "--seed"})
 def risk_cmd(
     original: Path = typer.Argument(..., help="The true trajectories (user,t,lat,lon): where "
                                     "the adversary's background knowledge comes from."),
@@ -409,6 +421,7 @@ def risk_cmd(
     done({"output": str(output), **result}, f"wrote {output}")
 
 
+@options_named({"seed": "--seed"})
 def bench(
     epsilons: str = typer.Option("1", "--epsilons", help="Comma-separated eps values."),
     deltas: str = typer.Option("0.01", "--deltas", help="Comma-separated delta values."),

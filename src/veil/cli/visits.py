@@ -31,8 +31,8 @@ import typer
 
 from ..errors import DataError, ParameterError, PrivacyWarning
 from ..validation import check_int
-from .common import (DELIMITER, FORCE, INPUT_FORMAT, OUTPUT_FORMAT, answer, done, input_options, status,
-                     writes_files)
+from .common import (DELIMITER, FORCE, INPUT_FORMAT, OUTPUT_FORMAT, answer, done, input_options,
+                     options_named, status, writes_files)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Sanitize location-visit histograms: hide sensitive places, resemble or "
@@ -441,11 +441,21 @@ def _mitigation(resample_size, resample_mix, resample_profile, domain, tax, dept
 
 
 # ----------------------------------------------------------------------------- runner
+#: The library's names of the options of hide, resemble and avoid (its refusals name the
+#: option): hide's ``distance`` is resemble's and avoid's ``quality_distance``.
+OPTIONS = {"r": "--redistribute", "distance": "--distance", "quality_distance": "--distance",
+           "privacy_distance": "--privacy-distance", "method": "--method",
+           "quality_bound": "--quality-bound", "privacy_threshold": "--privacy-threshold",
+           "resample size": "--resample-size", "resample mix": "--resample-mix",
+           "seed": "--seed"}
+
+
 def _run(problem: str, input_path: Path, **options):
-    """Run one command; a data problem found after reading names the input file."""
+    """Run one command; a data problem found after reading names the input file, a refused
+    option value names the option."""
     from .common import naming_file
 
-    with naming_file(input_path):
+    with naming_file(input_path), options_named(OPTIONS):
         return _run_checked(problem, input_path, **options)
 
 
