@@ -615,12 +615,20 @@ class Ledger:
                     "spent and cannot be returned (DP budgets do not renew)")
             if e["state"] == "released":
                 return e
-            existing = [o for o in json.loads(e["outputs"] or "[]") if os.path.lexists(o)]
+            outs = json.loads(e["outputs"] or "[]")
+            existing = [o for o in outs if os.path.lexists(o)]
             if existing and not force:
                 raise ParameterError(
                     f"reservation {e['id']} wrote {existing[0]!r}, which still exists: the "
                     "release may have been published, so its budget stays spent. Remove the "
                     "output first if it was never shared, or pass --force")
+            left = _leftovers(outs)
+            if left and not force:  # a run killed while writing: (part of) its noisy values
+                raise ParameterError(
+                    f"reservation {e['id']}: {str(left[0])!r}, a temporary file of its "
+                    "release (the run stopped while writing it), holds noisy values of it, so "
+                    "its budget stays spent. Delete it first if it was never shared, or pass "
+                    "--force")
             c.execute("UPDATE entries SET state = 'released', settled = ? WHERE id = ?",
                       (_now(), e["id"]))
             c.execute("INSERT INTO events VALUES (?, ?, ?)",
@@ -751,6 +759,19 @@ def _snapshot(paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
     return out
 
 
+def _leftovers(outputs: Sequence[str | os.PathLike]) -> list:
+    """Temporary files of these outputs still on disk (see :func:`veil.io.write.leftover_temps`)."""
+    from .io.write import leftover_temps
+
+    def holds_something(p) -> bool:  # an empty one (created, killed before a byte) holds none
+        try:
+            return os.lstat(p).st_size > 0
+        except OSError:
+            return False
+
+    return [t for o in outputs for t in leftover_temps(o) if holds_something(t)]
+
+
 def _written(before: dict[str, Any]) -> bool:
     """Whether any output changed since the snapshot (veil's writes are atomic renames, so a
     changed output is a complete, possibly published, release)."""
@@ -777,11 +798,21 @@ def session(*, ledger: str | os.PathLike | None = None, spend_again: bool = Fals
         yield s
     except BaseException:
         for r, path, before in s.reservations:
+            left = _leftovers(list(before))
             with contextlib.suppress(Exception), contextlib.closing(Ledger(path)) as led:
-                if _written(before):  # the output exists: the release happened
-                    led.commit(r.id)
+                if _written(before) or left:  # the output exists: the release happened
+                    led.commit(r.id)          # (or a temporary file of it could not be removed)
                 else:
                     led.cancel(r.id, force=True, why="the command failed before writing")
+            if left:
+                import warnings
+
+                from .errors import PrivacyWarning
+
+                warnings.warn(f"{str(left[0])!r} (a temporary file of this release, which "
+                              "could not be removed) holds noisy values of it: its charge is "
+                              "kept; delete the file if it was never shared", PrivacyWarning,
+                              stacklevel=2)
         raise
     else:
         for r, path, _ in s.reservations:

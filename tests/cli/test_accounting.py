@@ -344,6 +344,13 @@ def test_a_crash_leaves_a_reservation_that_budget_show_and_release_handle(tmp_pa
         assert code == 2 and "still exists" in err
         out.unlink()
         (tmp_path / "n.csv.meta.json").unlink()
+    else:  # killed before the rename: the complete release sits in its temporary file
+        left = sorted(tmp_path.glob(".veil-tmp-n.csv.*"))
+        assert left and not out.exists()
+        code, _, err = veil(capsys, "budget", "release", entry["id"])
+        assert code == 2 and "temporary file of its release" in err, err
+        for p in tmp_path.glob(".veil-tmp-n.csv*"):
+            p.unlink()
     code, text, err = veil(capsys, "budget", "release", entry["id"])
     assert code == 0 and "available again" in err and text == "", err
     code, _, err = veil(capsys, "budget", "release", entry["id"])  # idempotent

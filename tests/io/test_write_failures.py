@@ -259,3 +259,148 @@ def test_full_tmpfs_exits_2(writer, tmp_path):
         _assert_failed_cleanly(res, before, listing(mnt), argv)
     finally:
         subprocess.run(["umount", str(mnt)], check=True)
+
+
+def _ledger_states(home: Path) -> list[str]:
+    import sqlite3
+
+    db = home / "ledger.sqlite"
+    if not db.exists():
+        return []
+    con = sqlite3.connect(db)
+    try:
+        return [r[0] for r in con.execute("SELECT state FROM entries")]
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("when", ["reading", "writing"])
+def test_sigterm_is_handled_like_ctrl_c(tmp_path, when):
+    """SIGTERM (what `timeout`, `docker stop`, systemd and CI cancels send) killed veil as is:
+    the ledger kept a pending reservation (the next run was refused until `veil budget release
+    ID`) and DuckDB's temporary file of the output, holding noisy rows, stayed in the folder.
+    It is now handled like Ctrl-C: exit 143, nothing left, the reservation cancelled."""
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("needs /proc to see when the command reads its input")
+    work = tmp_path / "w"
+    work.mkdir()
+    home = tmp_path / "home"
+    big = _big_counts(work)
+    before = listing(work)
+    proc = subprocess.Popen([sys.executable, "-m", "veil", "noise", "counts", str(big), "-c",
+                             "count", "-e", "1", "-o", str(work / "out.csv")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**_same_veil_env(), "VEIL_HOME": str(home)})
+    if when == "reading":
+        seen = _wait_for(lambda: _opened(proc.pid, big), proc)
+    else:
+        seen = _wait_for(lambda: any(".veil-tmp" in n for n in os.listdir(work)), proc)
+    assert seen, f"the command finished before it could be stopped ({proc.poll()})"
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, (proc.returncode, err)
+    assert err.strip().splitlines()[-1:] == ["veil: terminated"], err
+    assert listing(work) == before
+    assert "reserved" not in _ledger_states(home)
+
+
+def test_duckdb_query_interrupted_is_an_interrupt(tmp_path, monkeypatch):
+    """Ctrl-C inside a DuckDB query (the content-identity pass, the output COPY) surfaced as
+    `veil: internal error: RuntimeError: Query interrupted`, exit 1."""
+    import veil.io.read as read
+
+    (tmp_path / "h.csv").write_text("count\n1\n")
+
+    class Interrupting:
+        def __init__(self, con):
+            self._con = con
+
+        def sql(self, query, *a, **k):
+            raise RuntimeError("Query interrupted")
+
+        def __getattr__(self, name):
+            return getattr(self._con, name)
+
+    real = read._connect
+    monkeypatch.setattr(read, "_connect", lambda: Interrupting(real()))
+    res = run_veil(["noise", "counts", "h.csv", "-c", "count", "-e", "1", "-o", "o.csv"],
+                   tmp_path)
+    assert res.code == 130 and res.err.strip() == "veil: interrupted", res.err
+    assert listing(tmp_path) == ["h.csv"]
+
+
+def test_a_temporary_file_that_cannot_be_removed_keeps_the_charge(tmp_path, monkeypatch):
+    """A folder made read-only while the release was written: the rename failed, the cleanup
+    failed too (its PermissionError, naming the temporary file, replaced the real error), and
+    the ledger returned the budget while the whole noisy release sat in the folder. Now the
+    charge is kept, a privacy warning names the file, and `budget release` refuses while it
+    exists."""
+    import veil.io.write as write
+    from veil.ledger import Ledger
+
+    monkeypatch.setenv("VEIL_HOME", str(tmp_path / "home"))
+    (tmp_path / "h.csv").write_text("count\n1\n2\n3\n")
+    real_replace = os.replace
+
+    def failing_replace(src, dst, *a, **k):
+        if ".veil-tmp-o.csv." in os.fspath(src):
+            raise PermissionError(13, "Permission denied", os.fspath(dst))
+        return real_replace(src, dst, *a, **k)
+
+    monkeypatch.setattr(write.os, "replace", failing_replace)
+    monkeypatch.setattr(write, "_unlink_quietly", lambda p: None)   # the folder is read-only
+    res = run_veil(["noise", "counts", "h.csv", "-c", "count", "-e", "1", "-o", "o.csv"],
+                   tmp_path)
+    assert res.code == 2 and "o.csv" in res.err, res.err
+    assert any("holds noisy values" in str(w.message) for w in res.warnings), res.warnings
+    left = [n for n in listing(tmp_path) if n.startswith(".veil-tmp-o.csv.")]
+    assert left and not (tmp_path / "o.csv").exists()
+    led = Ledger(tmp_path / "home" / "ledger.sqlite")
+    try:
+        states = [r[0] for r in led._con.execute("SELECT state FROM entries")]
+        assert states == ["committed"], states
+    finally:
+        led.close()
+
+
+def test_a_run_killed_while_writing_keeps_its_reservation_until_the_file_is_gone(tmp_path):
+    """SIGKILL while COPY wrote the output: DuckDB's own temporary file (`tmp_.veil-tmp-...`,
+    holding the noisy rows, cut mid-row) stayed in the folder, and `veil budget release ID`
+    returned the budget because the named output did not exist; a new run then published a
+    second independent release beside the first. Now COPY writes into veil's one temporary
+    file, and the reservation cannot be released while that file exists."""
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("needs /proc to see when the command writes")
+    from veil.ledger import Ledger
+
+    work = tmp_path / "w"
+    work.mkdir()
+    home = tmp_path / "home"
+    big = _big_counts(work)
+    env = {**_same_veil_env(), "VEIL_HOME": str(home)}
+    proc = subprocess.Popen([sys.executable, "-m", "veil", "noise", "counts", str(big), "-c",
+                             "count", "-e", "1", "-o", str(work / "out.csv")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    seen = _wait_for(lambda: any(".veil-tmp" in n and os.path.getsize(work / n) > 0
+                                 for n in os.listdir(work)), proc)
+    assert seen, f"the command finished before it could be killed ({proc.poll()})"
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    left = [n for n in os.listdir(work) if "veil-tmp" in n]
+    assert left and all(n.startswith(".veil-tmp-out.csv.") for n in left), left
+    assert _ledger_states(home) == ["reserved"]
+    led = Ledger(home / "ledger.sqlite")
+    try:
+        rid = led._con.execute("SELECT id FROM entries").fetchone()[0]
+    finally:
+        led.close()
+    res = subprocess.run([sys.executable, "-m", "veil", "budget", "release", rid],
+                         capture_output=True, text=True, env=env)
+    assert res.returncode == 2 and "temporary file of its release" in res.stderr, res.stderr
+    assert _ledger_states(home) == ["reserved"]
+    for n in left:
+        os.unlink(work / n)
+    res = subprocess.run([sys.executable, "-m", "veil", "budget", "release", rid],
+                         capture_output=True, text=True, env=env)
+    assert res.returncode == 0, res.stderr
+    assert _ledger_states(home) == ["released"]

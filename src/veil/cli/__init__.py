@@ -234,16 +234,48 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``timeout``, ``docker stop``, systemd, a CI cancel) during a command: handled
+    like Ctrl-C, so the ledger's reservation is cancelled and temporary files are removed
+    (it killed the process as is: a reservation left pending, temporary files left behind)."""
+
+
+def _terminate_as_interrupt():
+    """Raise :class:`Terminated` on SIGTERM while ``main`` runs; returns the restorer.
+
+    Only from the main thread and only where SIGTERM has its default action (an embedding
+    program's own handler is left alone)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    try:
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return lambda: None
+    except (AttributeError, ValueError):  # pragma: no cover - no SIGTERM on this platform
+        return lambda: None
+
+    def handler(signum, frame):
+        _STATE["terminated"] = True  # click turns the exception into Abort: main checks this
+        raise Terminated()
+
+    signal.signal(signal.SIGTERM, handler)
+    return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``veil`` console script.
 
     Exit codes: 0 success; 2 bad input (a usage error, a ``VeilError`` such as
     ``ParameterError``/``DataError``, a ``ValueError`` or an ``OSError``), reported as
     ONE line ``veil: error: ...`` on stderr (the full traceback only with ``--debug``);
-    1 an internal error (a bug: rerun with ``--debug``); 130 interrupted.
+    1 an internal error (a bug: rerun with ``--debug``); 130 interrupted (Ctrl-C); 143
+    terminated (SIGTERM, handled like Ctrl-C: the ledger's reservation is cancelled and no
+    temporary file is left).
     """
     args = sys.argv[1:] if argv is None else list(argv)
-    _STATE.update(argv=args, quiet=False, json=False, json_printed=False)
+    _STATE.update(argv=args, quiet=False, json=False, json_printed=False, terminated=False)
     debug = "--debug" in args
     cx = _click_exceptions()
     import warnings
@@ -251,12 +283,16 @@ def main(argv: list[str] | None = None) -> None:
     old_format = warnings.formatwarning
     if not debug:  # `veil: warning: ...` (docs/cli.md), not Python's "file:line: Category:"
         warnings.formatwarning = _format_warning
+    restore = _terminate_as_interrupt()
     try:
         _warn_deprecated(args)
         rv = _command().main(args=args, prog_name="veil", standalone_mode=False)
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
     except (typer.Abort, KeyboardInterrupt):
+        if _STATE.get("terminated"):
+            typer.echo("veil: terminated", err=True)
+            raise SystemExit(143) from None
         typer.echo("veil: interrupted", err=True)
         raise SystemExit(130) from None
     except cx.NoArgsIsHelpError as exc:  # `veil noise` alone: show its help
@@ -277,15 +313,24 @@ def main(argv: list[str] | None = None) -> None:
         if isinstance(exc, VeilError | ValueError | OSError):
             typer.echo(f"veil: error: {_one_line(exc)}", err=True)
             raise SystemExit(2) from None
+        if type(exc).__name__ == "RuntimeError" and str(exc).startswith("Query interrupted"):
+            # DuckDB's answer to Ctrl-C inside a query (the ledger and the outputs were
+            # cleaned up on the way out, as for any interruption)
+            typer.echo("veil: interrupted", err=True)
+            raise SystemExit(130) from None
         typer.echo(f"veil: internal error: {type(exc).__name__}: {_one_line(exc)} "
                    f"(rerun with --debug)", err=True)
         raise SystemExit(1) from None
     finally:
         warnings.formatwarning = old_format
+        restore()
     # standalone_mode=False returns a command's return value, or the exit code of a
     # `typer.Exit` raised inside a callback (e.g. --version, --help). Typer turns a
     # KeyboardInterrupt inside a command into Exit(130), returned here without a word.
     if isinstance(rv, int) and rv:
+        if rv == 130 and _STATE.get("terminated"):
+            typer.echo("veil: terminated", err=True)
+            raise SystemExit(143)
         if rv == 130:
             typer.echo("veil: interrupted", err=True)
         raise SystemExit(rv)

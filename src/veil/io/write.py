@@ -206,8 +206,33 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def _unlink_quietly(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
+    """Remove ``path`` if possible; never raise (a cleanup that fails, e.g. in a folder made
+    read-only meanwhile, must not replace the error being reported: the file stays, and
+    :func:`leftover_temps` finds it, so the privacy ledger keeps the release's charge)."""
+    with contextlib.suppress(OSError):
         os.unlink(path)
+
+
+def leftover_temps(output: str | os.PathLike) -> list[Path]:
+    """Temporary files of a write of ``output`` still in its folder (a run killed, or a folder
+    made read-only, while it wrote): they may hold (part of) a release.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / ".veil-tmp-out.csv.x1y2.tmp").write_text("1,2")
+    >>> [p.name for p in leftover_temps(d / "out.csv")]
+    ['.veil-tmp-out.csv.x1y2.tmp']
+    """
+    final = Path(os.fspath(output))
+    folder = final.parent if str(final.parent) else Path(".")
+    prefixes = tuple(f"{p}{_TMP_PREFIX}{final.name}." for p in ("", "tmp_"))
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(folder / n for n in names if n.startswith(prefixes))
 
 
 #: errors of a failed write (full disk, quota, file-size limit, read-only, no permission, I/O)
@@ -373,9 +398,11 @@ def to_arrow(data: Any, *, name: str = "value") -> pa.Table:
     return pa.table({name: arr})
 
 
-_COPY_OPTIONS = {"csv": "FORMAT csv, HEADER true",
-                 "parquet": "FORMAT parquet",
-                 "json": "FORMAT json, ARRAY true"}
+#: USE_TMP_FILE false: COPY writes into veil's own temporary file (DuckDB's default wrote a
+#: second one, ``tmp_.veil-tmp-...``, that a killed run left behind with the noisy rows)
+_COPY_OPTIONS = {"csv": "FORMAT csv, HEADER true, USE_TMP_FILE false",
+                 "parquet": "FORMAT parquet, USE_TMP_FILE false",
+                 "json": "FORMAT json, ARRAY true, USE_TMP_FILE false"}
 
 
 def _write_error(exc: Exception, final: Path, fmt: str) -> OSError:
@@ -430,7 +457,7 @@ def _copy(arrow: pa.Table, tmp: Path, fmt: str, final: Path) -> None:
             arrow = arrow.rename_columns([f"c{i}" for i in range(len(names))])
         con.register("__out", arrow)
         body = tmp.with_name(tmp.name + ".rows") if exact else tmp
-        options = "FORMAT csv, HEADER false" if exact else _COPY_OPTIONS[fmt]
+        options = "FORMAT csv, HEADER false, USE_TMP_FILE false" if exact else _COPY_OPTIONS[fmt]
         try:
             con.execute(f"COPY __out TO {sql.target(body)} ({options})")
             if exact:
