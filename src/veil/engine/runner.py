@@ -1109,6 +1109,9 @@ def _run_locked(job: Job, task, params, cost: tuple[float, str], fingerprint: st
     state = _read_json(work / STATE)
     man = read_manifest(out, advice=_advice(job)) if out.is_dir() else None
     if _check_output(job, out, work, fingerprint, state, man):
+        # killed after publishing but before the ledger's commit: the reservation stayed
+        # RESERVED for ever (budget release refuses while the output exists); commit it now
+        commit_ledger(job, fingerprint)
         _clear_work(work)  # raw staging of a run killed after its commit
         return _result_from_manifest(out, man, job, t0)
     committing = isinstance(state, dict) and state.get("phase") == "committing" \
