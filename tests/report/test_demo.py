@@ -359,3 +359,44 @@ def test_every_figure_of_the_report_is_titled_ticked_and_uncovered(quick_demo):
                 problems += [f"{sec['id']} figure {i} {kind}: {x}"
                              for x in layout_problems(f["layout"][kind], phone=kind == "phone")]
     assert not problems, "\n".join(problems)
+
+
+def test_an_interrupted_demo_leaves_no_partial_report(tmp_path, monkeypatch, capsys):
+    """Ctrl-C (or SIGTERM) during the demo left report/sections/*.json without index.html;
+    `veil report` then wrote a normal-looking report of the sections that had finished. The
+    demo now builds in a hidden folder and moves it into place when complete; an earlier
+    report is replaced only by a complete one (--force)."""
+    from veil.cli import main
+    import veil.report.demo as demo_mod
+
+    monkeypatch.setattr(core, "SECTION_MODULES", [SAMPLERS, SAMPLERS])
+    real = demo_mod._build_one
+    calls = []
+
+    def interrupted(m, ctx):
+        calls.append(m)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(m, ctx)
+
+    monkeypatch.setattr(demo_mod, "_build_one", interrupted)
+    out = tmp_path / "report"
+    with pytest.raises(SystemExit) as exc:
+        main(["demo", "-o", str(out), "--quick", "--seed", "1"])
+    assert exc.value.code == 130
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    # a complete report, then an interrupted --force run: the complete one is kept whole
+    monkeypatch.setattr(demo_mod, "_build_one", real)
+    main(["demo", "-o", str(out), "--quick", "--seed", "1"])
+    before = (out / "index.html").read_bytes()
+    calls.clear()
+    monkeypatch.setattr(demo_mod, "_build_one", interrupted)
+    with pytest.raises(SystemExit):
+        main(["demo", "-o", str(out), "--quick", "--seed", "2", "--force"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]
+    assert (out / "index.html").read_bytes() == before
+    monkeypatch.setattr(demo_mod, "_build_one", real)
+    main(["demo", "-o", str(out), "--quick", "--seed", "2", "--force"])
+    assert (out / "index.html").read_bytes() != before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]
+    capsys.readouterr()

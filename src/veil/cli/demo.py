@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -33,7 +34,37 @@ def demo(
         raise ParameterError(f"--output: {str(output)!r} already holds a report; pass --force "
                              "to replace it")
 
-    index = run_demo(output, seed=seed, quick=quick, progress=not quiet())
+    # built in a hidden folder beside the output and moved into place when complete: an
+    # interrupted demo left sections/*.json without index.html, which `veil report` then
+    # turned into a normal-looking report of the sections that had finished
+    import shutil
+    import tempfile
+
+    from ..report.demo import DemoSectionError
+
+    tmp = Path(tempfile.mkdtemp(prefix=f".veil-tmp-{output.name}.", dir=output.parent))
+    failed = None
+    try:
+        try:
+            run_demo(tmp, seed=seed, quick=quick, progress=not quiet())
+        except DemoSectionError as exc:  # the report shows the failures: publish it, then fail
+            failed = exc
+        if output.exists() or output.is_symlink():
+            if output.is_symlink() or not output.is_dir():
+                raise ParameterError(f"--output: {str(output)!r} is not a folder")
+            old = Path(tempfile.mkdtemp(prefix=f".veil-tmp-{output.name}.old.",
+                                        dir=output.parent))
+            os.rename(output, old / "report")
+            os.rename(tmp, output)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, output)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    index = output / "index.html"
+    if failed is not None:
+        raise DemoSectionError(index, failed.failures) from None
     done({"report": str(index)}, f"report written to {index}")
 
 
