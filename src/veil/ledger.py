@@ -210,6 +210,11 @@ class DatasetSummary:
                 "entries": self.entries}
 
 
+#: the text of sqlite3's OperationalError for a write that failed on the disk
+_IO_ERRORS = ("disk I/O error", "database or disk is full", "readonly database",
+              "unable to open database file")
+
+
 class Ledger:
     """A ledger file (SQLite; created with its folder, mode 0600, on first use).
 
@@ -272,13 +277,25 @@ class Ledger:
     @contextlib.contextmanager
     def _txn(self) -> Iterator[sqlite3.Connection]:
         """One write transaction (``BEGIN IMMEDIATE``: concurrent commands serialize here)."""
-        self._con.execute("BEGIN IMMEDIATE")
         try:
-            yield self._con
-        except BaseException:
-            self._con.execute("ROLLBACK")
-            raise
-        self._con.execute("COMMIT")
+            self._con.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._con
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    self._con.execute("ROLLBACK")
+                raise
+            self._con.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            # a write that fails half-way (a file-size limit reached by the journal, a full
+            # disk, a folder made read-only): said "internal error: disk I/O error"
+            if not any(w in str(exc) for w in _IO_ERRORS):
+                raise
+            with contextlib.suppress(sqlite3.Error):
+                self._con.execute("ROLLBACK")
+            raise OSError(f"cannot write the privacy ledger {str(self.path)!r}: {exc} (a full "
+                          "disk, a file-size limit or a read-only folder?); nothing was "
+                          "recorded") from None
 
     _DDL = """
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);

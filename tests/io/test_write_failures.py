@@ -404,3 +404,21 @@ def test_a_run_killed_while_writing_keeps_its_reservation_until_the_file_is_gone
                          capture_output=True, text=True, env=env)
     assert res.returncode == 0, res.stderr
     assert _ledger_states(home) == ["released"]
+
+
+def test_a_ledger_write_that_fails_half_way_names_the_ledger(tmp_path):
+    """With a file-size limit the ledger's journal hit (ulimit -f 64), the reservation's write
+    failed inside a transaction: `veil: internal error: OperationalError: disk I/O error`,
+    exit 1. It is now the same one-line error as a ledger that cannot be created."""
+    (tmp_path / "v.csv").write_text("v\n" + "".join(f"{i}\n" for i in range(12)))
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+
+    res = subprocess.run([sys.executable, "-m", "veil", "histogram", "publish", "v.csv", "-c",
+                          "v", "-e", "1", "-o", "o.csv", "--bins", "0:12:12", "-m", "hb"],
+                         cwd=tmp_path, capture_output=True, text=True, preexec_fn=limit,
+                         env={**_same_veil_env(), "VEIL_HOME": str(tmp_path / "home")})
+    assert res.returncode == 2, res.stderr
+    assert "cannot write the privacy ledger" in res.stderr and "ledger.sqlite" in res.stderr
+    assert not (tmp_path / "o.csv").exists()
