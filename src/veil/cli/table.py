@@ -297,39 +297,45 @@ def anonymize_cmd(
     _not_over_inputs(outputs, inputs)
     from .common import naming_file
 
-    table = _read(input, names, delimiter, skip_initial_space, input_format)
-    _check_qi(qi_cols, list(table.columns))
-    cs = []
-    with naming_file(input):  # a data problem found after reading names the input file
-        if constraints is not None:
-            cs = load_constraints(constraints, table=table, k=k)
-        kwargs = {"marker": marker, "models": models}
-        if method == "diva":
-            kwargs.update(strategy=strategy, seed=seed)
-        if method == "local":  # DIVA's clusters, when the constraints need them
-            kwargs.update(seed=seed)
-        if generalizing:
-            kwargs.update(hierarchies=hier, metric=metric)
-        if method in ("global", "local"):
-            kwargs.update(max_suppression=max_suppression)
-        if method == "global":
-            kwargs.update(search=search)
-        res = anonymize(table, k=k, qi=qi_cols, constraints=cs, method=method, **kwargs)
-    after = reidentification_risk(res.table, qi_cols, threshold=risk_threshold, marker=marker)
-    public = res.published()
-    public["risk"] = after
-    private = None
-    if rep is not None:
-        private = res.report()
-        private["risk"] = {"input": reidentification_risk(table, qi_cols,
-                                                          threshold=risk_threshold,
-                                                          marker=marker),
-                           "output": after}
-        if "utility" not in private["stats"]:
-            private["stats"]["utility"] = _suppression_utility(table, res, qi_cols)
-        private["input"] = str(input)
-        private["output"] = str(out)
-    _write_outputs(res.table, out, public, side, private, rep)
+    # progress on a terminal (300,000 rows took 12.6 s with nothing shown)
+    with stages() as show:
+        show(f"{Path(input).name}: reading the table")
+        table = _read(input, names, delimiter, skip_initial_space, input_format)
+        _check_qi(qi_cols, list(table.columns))
+        cs = []
+        with naming_file(input):  # a data problem found after reading names the input file
+            if constraints is not None:
+                cs = load_constraints(constraints, table=table, k=k)
+            kwargs = {"marker": marker, "models": models}
+            if method == "diva":
+                kwargs.update(strategy=strategy, seed=seed)
+            if method == "local":  # DIVA's clusters, when the constraints need them
+                kwargs.update(seed=seed)
+            if generalizing:
+                kwargs.update(hierarchies=hier, metric=metric)
+            if method in ("global", "local"):
+                kwargs.update(max_suppression=max_suppression)
+            if method == "global":
+                kwargs.update(search=search)
+            show(f"{method}: anonymizing (k = {k})")
+            res = anonymize(table, k=k, qi=qi_cols, constraints=cs, method=method, **kwargs)
+        show("re-identification risk of the output")
+        after = reidentification_risk(res.table, qi_cols, threshold=risk_threshold, marker=marker)
+        public = res.published()
+        public["risk"] = after
+        private = None
+        if rep is not None:
+            private = res.report()
+            private["risk"] = {"input": reidentification_risk(table, qi_cols,
+                                                              threshold=risk_threshold,
+                                                              marker=marker),
+                               "output": after}
+            if "utility" not in private["stats"]:
+                private["stats"]["utility"] = _suppression_utility(table, res, qi_cols)
+            private["input"] = str(input)
+            private["output"] = str(out)
+        show(f"writing {out.name}")
+        _write_outputs(res.table, out, public, side, private, rep)
     m = res.metrics
     what = (f"suppressed {m['suppressed_cells']} QI cells ({100 * m['suppressed_share']:.2f}%)"
             if not generalizing else
