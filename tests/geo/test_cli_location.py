@@ -310,3 +310,22 @@ def test_projection_centred_on_points_takes_the_shortest_arc():
     assert abs(LocalProjection.centred_on([[0, 170], [0, -170], [0, 175]]).lon0) == 180
     assert LocalProjection.centred_on([[0, -10], [0, 10], [0, 100]]).lon0 == 45
     assert LocalProjection.centred_on([[10, 1], [20, 3]]) == LocalProjection(15.0, 2.0)
+
+
+def test_consistent_window_neighbours_differ_in_declared_outputs_only(tmp_path):
+    """Neighbours: the second report moved to another cell (same count of reports). The
+    sidecar's `parameters.n_distinct` (distinct (user, cell, window) keys, from the true
+    cells) and the note quoting it differed between them without being declared outputs."""
+    from veil.release import split_outputs
+
+    key = tmp_path / "key.bin"
+    metas = []
+    for second in ("45.0,7.0", "45.5,7.5"):   # the same input path, rewritten
+        (tmp_path / "in.csv").write_text(f"lat,lon,t\n45.0,7.0,0\n{second},10\n46.0,7.0,20\n")
+        assert run(["location", "obfuscate", str(tmp_path / "in.csv"), "--epsilon", "0.01",
+                    "-o", str(tmp_path / "out.csv"), "--consistent-window", "3600",
+                    "--time-column", "t", "--key-file", str(key), "--seed", "1",
+                    "--spend-again", "--force"]) == 0
+        metas.append(json.loads((tmp_path / "out.csv.meta.json").read_text()))
+    assert metas[0]["parameters"]["n_distinct"] == 2 and metas[1]["parameters"]["n_distinct"] == 3
+    assert split_outputs(metas[0])[0] == split_outputs(metas[1])[0]

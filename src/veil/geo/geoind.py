@@ -610,4 +610,7 @@ class ConsistentObfuscator:
                               f"each distinct (user, cell, window) spends eps; "
                               f"{len(uniq)} distinct over {lat.size} reports",
                               lattice_note(self.resolution, self._corr)),
-                       columns=("lat", "lon"))
+                       columns=("lat", "lon"),
+                       # how many distinct (user, cell, window) keys: a function of the true
+                       # cells that the published points show (one output per key), declared
+                       derived=("parameters.n_distinct", "notes"))
