@@ -14,6 +14,9 @@ app = typer.Typer(no_args_is_help=True,
                   help="Synthetic data to try veil on (no network, nothing from ../shared).")
 
 KINDS = ("checkins", "trajectories", "points", "census", "categories")
+#: The most rows a synthetic data set may have (--rows, --users, --users x --steps): about
+#: 8 GB of memory for a census; numpy refused 1e23 with "Maximum allowed dimension exceeded".
+MAX_ROWS = 10_000_000
 
 
 @app.command("synth")
@@ -41,6 +44,12 @@ def synth(
     check_int(users, "--users", minimum=1)
     check_int(rows, "--rows", minimum=1)
     check_int(steps, "--steps", minimum=1)
+    for option, n in (("--rows", rows), ("--users", users)):
+        if n > MAX_ROWS:
+            raise ParameterError(f"{option} must be at most {MAX_ROWS:,}, got {n}")
+    if kind == "trajectories" and users * steps > MAX_ROWS:
+        raise ParameterError(f"--users x --steps must be at most {MAX_ROWS:,} rows, got "
+                             f"{users} x {steps} = {users * steps}")
     rng = make_rng(seed=seed)
     if kind == "census":
         cols = syn.synthetic_census(rows, rng=rng)

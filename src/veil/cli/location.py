@@ -18,6 +18,19 @@ from .common import (DELIMITER, EPSILON, FORCE, INPUT, INPUT_FORMAT, LEDGER, OUT
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Geo-indistinguishable location obfuscation and optimal noise design.")
 
+#: The Earth's circumference (metres): the longest meaningful length option (a lattice,
+#: grid step or radius); a larger one overflows the arithmetic (1e308 did).
+EARTH_CIRCUMFERENCE_M = 4.0075e7
+
+
+def check_length_bound(value: Optional[float], option: str) -> None:
+    """Refuse a length option longer than the Earth's circumference (metres)."""
+    from ..errors import ParameterError
+
+    if value is not None and float(value) > EARTH_CIRCUMFERENCE_M:
+        raise ParameterError(f"{option} must be at most {EARTH_CIRCUMFERENCE_M:g} metres (the "
+                             f"Earth's circumference), got {value!r}")
+
 
 def parse_region(spec: str):
     """``--region``: ``LAT_MIN,LON_MIN,LAT_MAX,LON_MAX`` or a JSON file.
@@ -190,6 +203,8 @@ def obfuscate(
                              "--grid-step outputs")
     from ..geo.snapping import check_resolution
     res = check_resolution(resolution, "--resolution")
+    check_length_bound(res, "--resolution")
+    check_length_bound(grid_step, "--grid-step")
     prior = None
     if remap_prior is not None:
         prior = _read_prior(remap_prior)
@@ -372,6 +387,7 @@ def noise(
     else:
         if D is None:
             raise ParameterError("--privacy D-eps needs --radius (metres, > 0)")
+        check_length_bound(D, "--radius")
         l = d_epsilon_privacy(check_positive(D, "--radius"), eps)
     L = make_loss(loss)
     max_step = math.inf if region_diameter is None else check_positive(region_diameter,

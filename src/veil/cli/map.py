@@ -79,6 +79,30 @@ def _check_columns(options: dict) -> None:
         seen[name] = option
 
 
+#: DuckDB's memory units (case-insensitive), in bytes; its limit must fit in 2**63 bytes.
+_MEMORY_UNITS = {"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "k": 1e3, "m": 1e6, "g": 1e9,
+                 "t": 1e12, "kib": 2.0**10, "mib": 2.0**20, "gib": 2.0**30, "tib": 2.0**40}
+#: The smallest ``--memory-limit`` (DuckDB cannot even start a query below a few MB).
+MIN_MEMORY_BYTES = 16e6
+
+
+def _check_memory_limit(value: str) -> str:
+    """``--memory-limit`` in DuckDB's syntax (``500MB``, ``2GB``, ``1.5GiB``), checked
+    before anything runs, so DuckDB's parser never reports a bad one as an internal error."""
+    import re
+
+    from ..errors import ParameterError
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z]+)\s*", value)
+    size = float(m.group(1)) * _MEMORY_UNITS[m.group(2).lower()] if (
+        m and m.group(2).lower() in _MEMORY_UNITS) else None
+    if size is None or not MIN_MEMORY_BYTES <= size < 2.0**63:
+        raise ParameterError("--memory-limit must be a size of at least 16MB in DuckDB's "
+                             "syntax (a number and a unit KB, MB, GB, TB, KiB, MiB, GiB or "
+                             f"TiB, e.g. 500MB, 2GB, 1.5GiB), got {value!r}")
+    return value.strip()
+
+
 #: The library's names of the options of ``publish`` (its refusals name the option).
 PUBLISH_OPTIONS = {
     "max_points": "--max-points", "scale": "--scale", "height": "--height",
@@ -160,6 +184,7 @@ def publish_cmd(
     from ..validation import check_choice, check_epsilon
 
     check_epsilon(epsilon, "--epsilon")
+    memory_limit = _check_memory_limit(memory_limit)
     check_choice(method, "--method", METHODS)
     if protects is None:
         if user is None:

@@ -236,7 +236,9 @@ def release_cmd(
     fmt = check_choice(output_format(fmt, output), "--format", ("csv", "json"))
     check_choice(on_invalid, "--on-invalid", ("error", "drop"))
     from ..geo.snapping import check_resolution
-    check_resolution(resolution, "--resolution")
+    from .location import check_length_bound
+
+    check_length_bound(check_resolution(resolution, "--resolution"), "--resolution")
     if not output.parent.exists():
         raise ParameterError(f"--output: folder {str(output.parent)!r} does not exist")
     if output.resolve() == Path(input).resolve() or output.resolve() == Path(model).resolve():
@@ -252,16 +254,22 @@ def release_cmd(
     p0 = None
     start = None
     if initial_latlon is not None:
+        start_option, order, start_text = "--initial-latlon", "LAT,LON", initial_latlon
         start = _parse_latlon(initial_latlon, "--initial-latlon")
     elif initial_lonlat is not None:
+        start_option, order, start_text = "--initial-lonlat", "LON,LAT", initial_lonlat
         lon0, lat0 = _parse_latlon(initial_lonlat, "--initial-lonlat")
         start = (lat0, lon0)
         typer.echo("veil: warning: --initial-lonlat is deprecated (veil uses LAT,LON "
                    "everywhere): use --initial-latlon", err=True)
     if start is not None:
-        c0 = int(m.grid.cell_of([start[0]], [start[1]])[0])
-        if c0 < 0:
-            raise ParameterError(f"the initial point {start} (lat, lon) is outside the grid")
+        gr = m.grid
+        if not bool(gr.contains([start[0]], [start[1]])[0]):  # also NaN and |lat| > 90
+            raise ParameterError(
+                f"{start_option} must be a valid {order} inside the model's grid (lat "
+                f"{gr.lat_min:g} to {gr.lat_max:g}, lon {gr.lon_min:g} to {gr.lon_max:g}), "
+                f"got {start_text!r} (outside the grid)")
+        c0 = int(gr.cell_of([start[0]], [start[1]])[0])
         p0 = np.zeros(m.grid.n_cells)
         p0[c0] = 1.0
     if dropped:

@@ -42,13 +42,22 @@ def check_k_bins(k, n: int, name: str = "k") -> int:
     return k
 
 
+#: The largest count bound F: the largest integer a float64 holds exactly. Below it the
+#: score sensitivity 2F + 1 and the error terms in F**2 stay finite (1e308 made them inf).
+MAX_COUNT_BOUND = 2.0 ** 53
+
+
 def check_count_bound(count_bound) -> float:
     """The public bound F on a bin count (required; never read from the data)."""
     if count_bound is None:
         raise ParameterError(
             "count_bound is required: a public upper bound F on any bin count (e.g. from "
             "domain knowledge). It must not be computed from the private counts.")
-    return check_positive(count_bound, "count_bound")
+    F = check_positive(count_bound, "count_bound")
+    if F > MAX_COUNT_BOUND:
+        raise ParameterError(f"count_bound must be at most 2**53 = {MAX_COUNT_BOUND:.0f} (the "
+                             f"largest count a float holds exactly), got {count_bound!r}")
+    return F
 
 
 def noisy_integers(values: np.ndarray, epsilon: float, rng, sensitivity: float = 1.0):

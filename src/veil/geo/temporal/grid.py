@@ -28,7 +28,11 @@ from ...distances import EARTH_RADIUS_M
 from ...errors import ParameterError
 from ...validation import check_int
 
-__all__ = ["TemporalGrid", "BEIJING_4TH_RING", "beijing_grid"]
+__all__ = ["TemporalGrid", "BEIJING_4TH_RING", "beijing_grid", "MAX_PARSED_CELLS"]
+
+#: The most cells of a grid given as ``--grid`` (1000 x 1000): beyond, the per-cell arrays
+#: of a model and of a release do not fit in memory (beijing:99999999 asked for 71 PiB).
+MAX_PARSED_CELLS = 1_000_000
 
 #: Beijing inside the 4th ring road (lat_min, lon_min, lat_max, lon_max), the
 #: region of the PIM paper's GeoLife experiments.
@@ -214,8 +218,17 @@ class TemporalGrid:
         """Parse ``"beijing"`` / ``"beijing:NX"`` or ``"lat_min,lon_min,lat_max,lon_max,nx,ny"``.
 
         Latitude first, as ``--region`` of ``veil location obfuscate``. A box that is only
-        valid with longitudes first (the order before veil 0.3) is refused with a hint.
+        valid with longitudes first (the order before veil 0.3) is refused with a hint, and
+        a grid of more than :data:`MAX_PARSED_CELLS` cells is refused before any allocation.
         """
+        g = cls._parse(spec)
+        if g.n_cells > MAX_PARSED_CELLS:
+            raise ParameterError(f"--grid must have at most {MAX_PARSED_CELLS} cells (e.g. "
+                                 f"beijing:1000), got {g.nx}x{g.ny} = {g.n_cells} in {spec!r}")
+        return g
+
+    @classmethod
+    def _parse(cls, spec: str) -> "TemporalGrid":
         s = str(spec).strip()
         if s.lower().startswith("beijing"):
             parts = s.split(":")
