@@ -257,3 +257,20 @@ def assert_clean_error(res: Result, *must_contain: str) -> None:
     assert len(lines) == 1 and lines[0].startswith("veil: error: "), res.err
     for text in must_contain:
         assert text in lines[0], (text, lines[0])
+
+
+#: six fixes inside the built-in "beijing" grid (time s, lat, lon): small trajectory inputs
+BEIJING_FIXES = [(0, 39.90, 116.30), (60, 39.91, 116.32), (120, 39.93, 116.35),
+                 (180, 39.95, 116.40), (240, 39.96, 116.42), (300, 39.94, 116.38)]
+
+
+def beijing_train(d: Path) -> Path:
+    """A training track (time, lat, lon) for `veil trajectory model --grid beijing:N`."""
+    return write_csv(d / "train.csv", ["time", "lat", "lon"], [list(r) for r in BEIJING_FIXES])
+
+
+def beijing_tracks(d: Path) -> Path:
+    """Two users' tracks (user, t, lat, lon) on the same fixes, for `veil trajectory release`."""
+    return write_csv(d / "tracks.csv", ["user", "t", "lat", "lon"],
+                     [["u1" if i < 3 else "u2", t, la, lo]
+                      for i, (t, la, lo) in enumerate(BEIJING_FIXES)])

@@ -295,7 +295,7 @@ class Ledger:
                 self._con.execute("ROLLBACK")
             raise OSError(f"cannot write the privacy ledger {str(self.path)!r}: {exc} (a full "
                           "disk, a file-size limit or a read-only folder?); nothing was "
-                          "recorded") from None
+                          "released") from None
 
     _DDL = """
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);

@@ -18,13 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from cli_cases import run_main, write_csv
+from cli_cases import beijing_tracks, beijing_train, run_main, write_csv
 
 # ----------------------------------------------------------------------------- inputs
-
-_BEIJING = [(0, 39.90, 116.30), (60, 39.91, 116.32), (120, 39.93, 116.35),
-            (180, 39.95, 116.40), (240, 39.96, 116.42), (300, 39.94, 116.38)]
-
 
 def _pings(d: Path) -> Path:
     return write_csv(d / "pings.csv", ["user", "lat", "lon"],
@@ -35,16 +31,6 @@ def _pings(d: Path) -> Path:
 def _points(d: Path) -> Path:
     return write_csv(d / "pts.csv", ["id", "lat", "lon"],
                      [["p1", 48.85, 2.35], ["p2", 48.86, 2.36], ["p3", 48.84, 2.34]])
-
-
-def _train(d: Path) -> Path:
-    return write_csv(d / "train.csv", ["time", "lat", "lon"], [list(r) for r in _BEIJING])
-
-
-def _tracks(d: Path) -> Path:
-    return write_csv(d / "tracks.csv", ["user", "t", "lat", "lon"],
-                     [["u1" if i < 3 else "u2", t, la, lo]
-                      for i, (t, la, lo) in enumerate(_BEIJING)])
 
 
 def _values(d: Path) -> Path:
@@ -70,17 +56,17 @@ def obfuscate(*extra):
 
 def traj_model(*extra):
     def build(d, capsys):
-        return (["trajectory", "model", _train(d), "-o", d / "model.npz", *extra],
+        return (["trajectory", "model", beijing_train(d), "-o", d / "model.npz", *extra],
                 ["model.npz"])
     return build
 
 
 def traj_release(*extra):
     def build(d, capsys):
-        code, _, err = run_main(["trajectory", "model", _train(d), "--grid", "beijing:5", "-o",
+        code, _, err = run_main(["trajectory", "model", beijing_train(d), "--grid", "beijing:5", "-o",
                                  d / "model.npz"], capsys)
         assert code == 0, err
-        return (["trajectory", "release", _tracks(d), "--model", d / "model.npz", "-e", "1",
+        return (["trajectory", "release", beijing_tracks(d), "--model", d / "model.npz", "-e", "1",
                  "-d", "0.1", "-o", d / "out.csv", *extra], ["out.csv", "out.csv.meta.json"])
     return build
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_cases import run_main, write_csv
+from cli_cases import beijing_tracks, beijing_train, run_main, write_csv
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -35,20 +35,6 @@ def _pings(d: Path) -> Path:
                      [["u1", 0.10, 0.20, 1], ["u1", 0.15, 0.30, 2], ["u1", 0.80, 1.70, 3],
                       ["u2", 0.40, 1.10, 4], ["u2", 0.45, 1.15, 5], ["u3", 0.90, 0.10, 6],
                       ["u3", 0.20, 1.90, 7], ["u4", 0.55, 0.95, 8]])
-
-
-_BEIJING = [(0, 39.90, 116.30), (60, 39.91, 116.32), (120, 39.93, 116.35),
-            (180, 39.95, 116.40), (240, 39.96, 116.42), (300, 39.94, 116.38)]
-
-
-def _tracks(d: Path) -> Path:
-    return write_csv(d / "tracks.csv", ["user", "t", "lat", "lon"],
-                     [["u1" if i < 3 else "u2", t, la, lo]
-                      for i, (t, la, lo) in enumerate(_BEIJING)])
-
-
-def _train(d: Path) -> Path:
-    return write_csv(d / "train.csv", ["time", "lat", "lon"], [list(r) for r in _BEIJING])
 
 
 def _checkins(d: Path) -> Path:
@@ -109,24 +95,24 @@ def map_publish(*extra, grid=("--grid", "4x4")):
 
 def traj_model(*extra):
     def build(d):
-        return (["trajectory", "model", _train(d), "--grid", "beijing:5", "-o", d / "model.npz",
+        return (["trajectory", "model", beijing_train(d), "--grid", "beijing:5", "-o", d / "model.npz",
                  *extra], ["model.npz"])
     return build
 
 
 def traj_release(*extra):
     def build(d, capsys):
-        code, _, err = run_main(["trajectory", "model", _train(d), "--grid", "beijing:5", "-o",
+        code, _, err = run_main(["trajectory", "model", beijing_train(d), "--grid", "beijing:5", "-o",
                                  d / "model.npz"], capsys)
         assert code == 0, err
-        return (["trajectory", "release", _tracks(d), "--model", d / "model.npz", "-o",
+        return (["trajectory", "release", beijing_tracks(d), "--model", d / "model.npz", "-o",
                  d / "out.csv", *extra], ["out.csv", "out.csv.meta.json"])
     return build
 
 
 def traj_risk(*extra):
     def build(d):
-        return (["trajectory", "risk", _tracks(d), "--grid", "beijing:5", "-o", d / "risk.json",
+        return (["trajectory", "risk", beijing_tracks(d), "--grid", "beijing:5", "-o", d / "risk.json",
                  *extra], ["risk.json"])
     return build
 
@@ -162,10 +148,10 @@ def location(command, *extra):
 def batch(task, *extra):
     def build(d, capsys):
         if task == "trajectories":
-            code, _, err = run_main(["trajectory", "model", _train(d), "--grid", "beijing:5",
+            code, _, err = run_main(["trajectory", "model", beijing_train(d), "--grid", "beijing:5",
                                      "-o", d / "model.npz"], capsys)
             assert code == 0, err
-            return (["batch", "trajectories", _tracks(d), "-o", d / "out", "--model",
+            return (["batch", "trajectories", beijing_tracks(d), "-o", d / "out", "--model",
                      d / "model.npz", *extra], ["out"])
         return (["batch", "counts", _checkins(d), "-o", d / "out", "--categories",
                  "Bar,Park,Gym", *extra], ["out"])

@@ -186,24 +186,31 @@ def _opened(pid: int, path: Path) -> bool:
         return False
 
 
-@pytest.mark.parametrize("when", ["reading", "writing"])
-def test_sigint_exits_130_and_leaves_nothing(tmp_path, when):
+def _stop_midway(work: Path, when: str, sig, env: dict):
+    """Run `noise counts` on a large input in ``work`` and send ``sig`` while it reads its
+    input or writes its output; returns (exit code, stderr)."""
     if not Path("/proc/self/fd").is_dir():
         pytest.skip("needs /proc to see when the command reads its input")
-    big = _big_counts(tmp_path)
-    before = listing(tmp_path)
+    big = work / "big.csv"
     proc = subprocess.Popen([sys.executable, "-m", "veil", "noise", "counts", str(big), "-c",
-                             "count", "-e", "1", "-o", str(tmp_path / "out.csv")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_same_veil_env())
+                             "count", "-e", "1", "-o", str(work / "out.csv")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     if when == "reading":
         seen = _wait_for(lambda: _opened(proc.pid, big), proc)
     else:
-        seen = _wait_for(lambda: any(".veil-tmp" in n for n in os.listdir(tmp_path)), proc)
+        seen = _wait_for(lambda: any(".veil-tmp" in n for n in os.listdir(work)), proc)
     assert seen, f"the command finished before it could be interrupted ({proc.poll()})"
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, (proc.returncode, err)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    return proc.returncode, err
+
+
+@pytest.mark.parametrize("when", ["reading", "writing"])
+def test_sigint_exits_130_and_leaves_nothing(tmp_path, when):
+    _big_counts(tmp_path)
+    before = listing(tmp_path)
+    code, err = _stop_midway(tmp_path, when, signal.SIGINT, _same_veil_env())
+    assert code == 130, (code, err)
     assert err.strip().splitlines()[-1:] == ["veil: interrupted"], err
     assert listing(tmp_path) == before
 
@@ -280,25 +287,14 @@ def test_sigterm_is_handled_like_ctrl_c(tmp_path, when):
     the ledger kept a pending reservation (the next run was refused until `veil budget release
     ID`) and DuckDB's temporary file of the output, holding noisy rows, stayed in the folder.
     It is now handled like Ctrl-C: exit 143, nothing left, the reservation cancelled."""
-    if not Path("/proc/self/fd").is_dir():
-        pytest.skip("needs /proc to see when the command reads its input")
     work = tmp_path / "w"
     work.mkdir()
     home = tmp_path / "home"
-    big = _big_counts(work)
+    _big_counts(work)
     before = listing(work)
-    proc = subprocess.Popen([sys.executable, "-m", "veil", "noise", "counts", str(big), "-c",
-                             "count", "-e", "1", "-o", str(work / "out.csv")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**_same_veil_env(), "VEIL_HOME": str(home)})
-    if when == "reading":
-        seen = _wait_for(lambda: _opened(proc.pid, big), proc)
-    else:
-        seen = _wait_for(lambda: any(".veil-tmp" in n for n in os.listdir(work)), proc)
-    assert seen, f"the command finished before it could be stopped ({proc.poll()})"
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 143, (proc.returncode, err)
+    code, err = _stop_midway(work, when, signal.SIGTERM,
+                             {**_same_veil_env(), "VEIL_HOME": str(home)})
+    assert code == 143, (code, err)
     assert err.strip().splitlines()[-1:] == ["veil: terminated"], err
     assert listing(work) == before
     assert "reserved" not in _ledger_states(home)
