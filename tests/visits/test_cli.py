@@ -75,7 +75,7 @@ def test_checkin_file_per_user(files, capsys):
     (["hide", "{h}", "--sensitive", "Bar,Church,Park,Hospital", "--categories", "{dom}"],
      "every visited place"),
     (["resemble", "{h}", "--target", "{t}", "--quality-bound", "-1", "--categories", "{dom}"],
-     "quality_bound"),
+     "--quality-bound must be"),   # the option's name (it said the parameter quality_bound)
     (["avoid", "{h}", "--target", "{t}", "--quality-bound", "0.1", "--privacy-threshold", "5",
       "--categories", "{dom}"], "largest possible"),
     (["resemble", "{h}", "--target", "{zoo}", "--quality-bound", "0.1", "--categories",
