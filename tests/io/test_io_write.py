@@ -115,6 +115,39 @@ def test_atomic_paths_all_or_nothing(tmp_path, monkeypatch):
     assert _names(tmp_path) == []
 
 
+def test_atomic_paths_replacing_a_set_never_leaves_half_of_the_old_one(tmp_path, monkeypatch):
+    """Replacing an existing data file and sidecar (--force): the data file was replaced, the
+    sidecar's rename failed, the new data file was removed and the OLD sidecar stayed, alone,
+    describing a release that was no longer there. Now neither remains; a failure before the
+    first rename still leaves the old pair untouched."""
+    for name in ("a", "b"):
+        (tmp_path / name).write_text("old " + name)
+    real_replace = os.replace
+    n = {"calls": 0}
+
+    def fails_at(k):
+        def replace(a, b):
+            n["calls"] += 1
+            if n["calls"] == k:
+                raise OSError("rename failed")
+            return real_replace(a, b)
+        return replace
+
+    monkeypatch.setattr(W.os, "replace", fails_at(1))
+    with pytest.raises(OSError, match="rename failed"):
+        with atomic_paths(tmp_path / "a", tmp_path / "b") as (ta, tb):
+            ta.write_text("a")
+            tb.write_text("b")
+    assert _names(tmp_path) == ["a", "b"] and (tmp_path / "b").read_text() == "old b"
+    n["calls"] = 0
+    monkeypatch.setattr(W.os, "replace", fails_at(2))
+    with pytest.raises(OSError, match="rename failed"):
+        with atomic_paths(tmp_path / "a", tmp_path / "b") as (ta, tb):
+            ta.write_text("a")
+            tb.write_text("b")
+    assert _names(tmp_path) == []
+
+
 def test_atomic_paths_distinct_targets(tmp_path):
     with pytest.raises(ParameterError, match="distinct"):
         with atomic_paths(tmp_path / "a", tmp_path / "." / "a"):

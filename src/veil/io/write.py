@@ -312,8 +312,12 @@ def atomic_paths(*targets: str | os.PathLike) -> Iterator[list[Path]]:
     except BaseException:
         for tmp in temps:
             _unlink_quietly(tmp)
-        for final in done:
-            _unlink_quietly(final)
+        # once one target was replaced the set is broken: the new files are removed, and so
+        # are the old ones not yet replaced (with --force the old sidecar stayed without its
+        # data, which the first rename had already replaced)
+        for final in (finals if done else []):
+            if not os.path.islink(final):
+                _unlink_quietly(final)
         raise
     for folder in {f.parent for f in finals}:
         _fsync_dir(folder if str(folder) else Path("."))
