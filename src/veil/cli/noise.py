@@ -70,35 +70,43 @@ def counts(
     sens = check_positive(sensitivity, "--sensitivity")
     out = output_path(output)
     out_fmt = output_format(fmt, out)
-    table = read_input(input, columns={column: "count"}, input_format=input_format,
-                       delimiter=delimiter, keep_others=True)
-    values = table.column(column).to_numpy()
-    from ..errors import DataError
-    from ..mechanisms import GEOMETRIC_MAX_VALUE
+    from .common import stages
 
-    over = np.flatnonzero(values > GEOMETRIC_MAX_VALUE)
-    if over.size:  # before the charge; the noisy counts are 64-bit integers
-        raise DataError(f"{int(values[over[0]])} is above 2**62, the largest count the "
-                        f"geometric mechanism takes (the noisy counts are 64-bit integers)",
-                        path=str(input), row=int(over[0]) + 1, column=column)
-    from ..io import sidecar_path
-    from ..ledger import charge
+    # progress on a terminal (5 x 10^6 rows took 23 s with nothing shown)
+    with stages() as show:
+        show(f"{Path(input).name}: reading column {column}")
+        table = read_input(input, columns={column: "count"}, input_format=input_format,
+                           delimiter=delimiter, keep_others=True)
+        values = table.column(column).to_numpy()
+        from ..errors import DataError
+        from ..mechanisms import GEOMETRIC_MAX_VALUE
 
-    charge(input, amount=eps, unit="record", read=[column], outputs=[out, sidecar_path(out)],
-           format=input_format, delimiter=delimiter)
-    rel = geometric_mechanism(values, epsilon=eps, sensitivity=sens, rng=make_rng(seed=seed))
-    noisy = np.asarray(rel.value, dtype=np.int64)
-    notes = list(rel.notes)
-    if nonnegative:
-        noisy = np.maximum(noisy, 0)
-        notes.append("noisy counts clamped at 0 (post-processing)")
-    if seed is not None:
-        notes.append("produced with a fixed --seed: for experiments only, do not publish")
-    idx = table.column_names.index(column)
-    result = table.set_column(idx, column, pa.array(noisy, type=pa.int64()))
-    rel = dataclasses.replace(
-        rel, value=result, notes=tuple(notes),
-        parameters={**rel.parameters, "column": column, "input": str(input),
-                    "nonnegative": nonnegative, "rows": int(len(noisy))})
-    data, meta = write_output(rel, out, out_fmt)
+        over = np.flatnonzero(values > GEOMETRIC_MAX_VALUE)
+        if over.size:  # before the charge; the noisy counts are 64-bit integers
+            raise DataError(f"{int(values[over[0]])} is above 2**62, the largest count the "
+                            f"geometric mechanism takes (the noisy counts are 64-bit integers)",
+                            path=str(input), row=int(over[0]) + 1, column=column)
+        from ..io import sidecar_path
+        from ..ledger import charge
+
+        show(f"{Path(input).name}: content identity for the privacy ledger (one pass)")
+        charge(input, amount=eps, unit="record", read=[column], outputs=[out, sidecar_path(out)],
+               format=input_format, delimiter=delimiter)
+        show("geometric mechanism")
+        rel = geometric_mechanism(values, epsilon=eps, sensitivity=sens, rng=make_rng(seed=seed))
+        noisy = np.asarray(rel.value, dtype=np.int64)
+        notes = list(rel.notes)
+        if nonnegative:
+            noisy = np.maximum(noisy, 0)
+            notes.append("noisy counts clamped at 0 (post-processing)")
+        if seed is not None:
+            notes.append("produced with a fixed --seed: for experiments only, do not publish")
+        idx = table.column_names.index(column)
+        result = table.set_column(idx, column, pa.array(noisy, type=pa.int64()))
+        rel = dataclasses.replace(
+            rel, value=result, notes=tuple(notes),
+            parameters={**rel.parameters, "column": column, "input": str(input),
+                        "nonnegative": nonnegative, "rows": int(len(noisy))})
+        show(f"writing {out.name}")
+        data, meta = write_output(rel, out, out_fmt)
     echo_release(rel, data, meta)
