@@ -58,13 +58,18 @@ def run_veil(argv: list[str], cwd: Path) -> Result:
     return Result(code, out.getvalue(), err.getvalue(), list(caught))
 
 
-def run_main(argv: list, capsys) -> tuple:
-    """Run ``veil ARGV`` in-process under pytest's ``capsys``: (exit code, stdout, stderr)."""
+def exit_code(argv: list) -> int:
+    """Run ``veil ARGV`` in-process; its exit code (its output is left to ``capsys``)."""
     try:
         main([str(a) for a in argv])
-        code = 0
     except SystemExit as exc:
-        code = exc.code
+        return exc.code or 0
+    return 0
+
+
+def run_main(argv: list, capsys) -> tuple:
+    """Run ``veil ARGV`` in-process under pytest's ``capsys``: (exit code, stdout, stderr)."""
+    code = exit_code(argv)
     out = capsys.readouterr()
     return code, out.out, out.err
 
@@ -274,3 +279,11 @@ def beijing_tracks(d: Path) -> Path:
     return write_csv(d / "tracks.csv", ["user", "t", "lat", "lon"],
                      [["u1" if i < 3 else "u2", t, la, lo]
                       for i, (t, la, lo) in enumerate(BEIJING_FIXES)])
+
+
+def beijing_model(d: Path, capsys) -> Path:
+    """A small Markov model (`veil trajectory model --grid beijing:5`) at ``d/model.npz``."""
+    code, _, err = run_main(["trajectory", "model", beijing_train(d), "--grid", "beijing:5",
+                             "-o", d / "model.npz"], capsys)
+    assert code == 0, err
+    return d / "model.npz"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_cases import beijing_tracks, beijing_train, run_main, write_csv
+from cli_cases import beijing_model, beijing_tracks, beijing_train, run_main, write_csv
 
 # ----------------------------------------------------------------------------- inputs
 
@@ -63,11 +63,9 @@ def traj_model(*extra):
 
 def traj_release(*extra):
     def build(d, capsys):
-        code, _, err = run_main(["trajectory", "model", beijing_train(d), "--grid", "beijing:5", "-o",
-                                 d / "model.npz"], capsys)
-        assert code == 0, err
-        return (["trajectory", "release", beijing_tracks(d), "--model", d / "model.npz", "-e", "1",
-                 "-d", "0.1", "-o", d / "out.csv", *extra], ["out.csv", "out.csv.meta.json"])
+        model = beijing_model(d, capsys)
+        return (["trajectory", "release", beijing_tracks(d), "--model", model, "-e", "1", "-d",
+                 "0.1", "-o", d / "out.csv", *extra], ["out.csv", "out.csv.meta.json"])
     return build
 
 

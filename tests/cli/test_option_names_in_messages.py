@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_cases import beijing_tracks, beijing_train, run_main, write_csv
+from cli_cases import beijing_model, beijing_tracks, beijing_train, run_main, write_csv
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -95,25 +95,23 @@ def map_publish(*extra, grid=("--grid", "4x4")):
 
 def traj_model(*extra):
     def build(d):
-        return (["trajectory", "model", beijing_train(d), "--grid", "beijing:5", "-o", d / "model.npz",
-                 *extra], ["model.npz"])
+        return (["trajectory", "model", beijing_train(d), "--grid", "beijing:5", "-o",
+                 d / "model.npz", *extra], ["model.npz"])
     return build
 
 
 def traj_release(*extra):
     def build(d, capsys):
-        code, _, err = run_main(["trajectory", "model", beijing_train(d), "--grid", "beijing:5", "-o",
-                                 d / "model.npz"], capsys)
-        assert code == 0, err
-        return (["trajectory", "release", beijing_tracks(d), "--model", d / "model.npz", "-o",
+        model = beijing_model(d, capsys)
+        return (["trajectory", "release", beijing_tracks(d), "--model", model, "-o",
                  d / "out.csv", *extra], ["out.csv", "out.csv.meta.json"])
     return build
 
 
 def traj_risk(*extra):
     def build(d):
-        return (["trajectory", "risk", beijing_tracks(d), "--grid", "beijing:5", "-o", d / "risk.json",
-                 *extra], ["risk.json"])
+        return (["trajectory", "risk", beijing_tracks(d), "--grid", "beijing:5", "-o",
+                 d / "risk.json", *extra], ["risk.json"])
     return build
 
 
@@ -148,11 +146,8 @@ def location(command, *extra):
 def batch(task, *extra):
     def build(d, capsys):
         if task == "trajectories":
-            code, _, err = run_main(["trajectory", "model", beijing_train(d), "--grid", "beijing:5",
-                                     "-o", d / "model.npz"], capsys)
-            assert code == 0, err
             return (["batch", "trajectories", beijing_tracks(d), "-o", d / "out", "--model",
-                     d / "model.npz", *extra], ["out"])
+                     beijing_model(d, capsys), *extra], ["out"])
         return (["batch", "counts", _checkins(d), "-o", d / "out", "--categories",
                  "Bar,Park,Gym", *extra], ["out"])
     return build

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from veil.cli import main
+from cli_cases import exit_code as _run
+
 from veil.errors import DataError
 from veil.geo.temporal import MarkovModel, TemporalGrid, release_trajectory
 from veil.geo.temporal.io import read_track, released_table
@@ -27,14 +28,6 @@ from veil.random import make_rng, spawn
 pytestmark = pytest.mark.usefixtures("repeat_releases")
 
 GRID = "43.964,-32.063,44.036,-31.937,10,10"        # the synthetic city's public box
-
-
-def _run(args):
-    try:
-        main([str(a) for a in args])
-    except SystemExit as exc:
-        return exc.code or 0
-    return 0
 
 
 @pytest.fixture(scope="module")

@@ -7,18 +7,11 @@ exit 2, one line on stderr naming the option, nothing written.
 
 import pytest
 
-from veil.cli import main
+from cli_cases import exit_code as run
+
 
 SMALL = ("age,sex,zip,disease\n30,M,1000,flu\n30,M,1000,cold\n31,F,1001,flu\n31,F,1001,hiv\n"
          "32,M,1002,flu\n32,F,1002,cancer\n")
-
-
-def run(argv):
-    try:
-        main(argv)
-    except SystemExit as exc:
-        return exc.code or 0
-    return 0
 
 
 ANONYMIZE = [

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from veil.cli import main
+from cli_cases import exit_code as run
+
 from veil.tables.diverse import METHODS
 from veil.tables.hierarchy import Hierarchy
 
@@ -33,14 +34,6 @@ ADULT_MODELS = dict(MODELS, entropy=("--entropy-l", "1.5"))
 
 def _num(kind, text):
     return int(text) if kind == "l" else float(text)
-
-
-def run(argv):
-    try:
-        main(argv)
-    except SystemExit as exc:
-        return exc.code or 0
-    return 0
 
 
 def read_rows(path, names=None, skip_space=False):

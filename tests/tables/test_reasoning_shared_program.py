@@ -14,21 +14,14 @@ import random
 import pytest
 import scipy.optimize
 
-from veil.cli import main
+from cli_cases import exit_code as run
+
 from veil.errors import VeilError
 from veil.tables import parse_constraints
 from veil.tables.reasoning import (_FILTER_LIMIT, implied_range, implies, is_minimal,
                                    minimal_cover, redundant_constraints, satisfiability)
 
 INF = float("inf")
-
-
-def run(argv):
-    try:
-        main(argv)
-    except SystemExit as exc:
-        return exc.code or 0
-    return 0
 
 
 # --------------------------------------------------------------------------- the former code

@@ -16,19 +16,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from veil.cli import main
+from cli_cases import exit_code as run
+
 from veil.tables import reidentification_risk
 
 SMALL = ("age,sex,zip,disease\n30,M,1000,flu\n30,M,1000,cold\n31,F,1001,flu\n31,F,1001,hiv\n"
          "32,M,1002,flu\n32,F,1002,cancer\n")
-
-
-def run(argv):
-    try:
-        main(argv)
-    except SystemExit as exc:
-        return exc.code or 0
-    return 0
 
 
 def exact_zayatz(sizes, pi):

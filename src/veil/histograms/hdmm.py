@@ -263,30 +263,27 @@ def optimize_strategy(workload, n: int | None = None, *, p: int | None = None,
     t0 = time.perf_counter()
     kind = "all-range" if w.kind == "ranges" else w.kind
     if start == "auto" and int(seed) == 0 and restarts == 1 and w.kind != "ranges":
+        # the shipped strategy (the paper's p = n // 16, see _hdmm_shipped.shipped_p); between
+        # shipped sizes, the next shipped strategy on the first n bins, no optimizer (n = 4000:
+        # 18 s optimized at p = 64, expected error 0.96x of that)
         B = shipped.shipped_parameters(kind, n)
         if B is not None and (default or p == B.shape[0]):
-            # the shipped strategy (the paper's p = n // 16, see _hdmm_shipped.shipped_p)
-            key = (w.key(), B.shape[0], restarts, 0, start)
+            source, key = "shipped", (w.key(), B.shape[0], restarts, 0, start)
+        else:
+            near = shipped.restricted_parameters(kind, n) if default and B is None else None
+            B = near[1] if near is not None and near[1].shape[0] > 0 else None
+            if B is not None:
+                source = f"shipped n={near[0]}, restricted to the first {n} bins"
+                key = (w.key(), "restricted", near[0])
+        if B is not None:
             if cache and key in _CACHE:
                 _CACHE.move_to_end(key)
                 return _CACHE[key]
-            obj, _ = _loss_grad(B.ravel(), B.shape[0], n, w, w.gram_diag())
-            strat = HDMMStrategy(B, float(obj), w, 0, time.perf_counter() - t0, "shipped")
-            return _remember(key, strat) if cache else strat
-        near = shipped.restricted_parameters(kind, n) if default and B is None else None
-        if near is not None and near[1].shape[0] > 0:
-            # between shipped sizes: the next shipped strategy on the first n bins, no
-            # optimizer (n = 4000: 18 s optimized at p = 64, expected error 0.96x of that)
-            key = (w.key(), "restricted", near[0])
-            if cache and key in _CACHE:
-                _CACHE.move_to_end(key)
-                return _CACHE[key]
-            Bn, gd = near[1], w.gram_diag()
-            obj, _ = _loss_grad(Bn.ravel(), Bn.shape[0], n, w, gd)
+            gd = w.gram_diag()
+            obj, _ = _loss_grad(B.ravel(), B.shape[0], n, w, gd)
             if obj > float(gd.sum()):  # never worse than Identity (B = 0)
-                Bn, obj = np.zeros((1, n)), float(gd.sum())
-            strat = HDMMStrategy(Bn, float(obj), w, 0, time.perf_counter() - t0,
-                                 f"shipped n={near[0]}, restricted to the first {n} bins")
+                B, obj = np.zeros((1, n)), float(gd.sum())
+            strat = HDMMStrategy(B, float(obj), w, 0, time.perf_counter() - t0, source)
             return _remember(key, strat) if cache else strat
     p = default_p(n) if default else p
     key = (w.key(), p, restarts, int(seed), start)
