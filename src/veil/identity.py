@@ -329,7 +329,7 @@ def identity_of_files(paths: list[str | os.PathLike]) -> DatasetIdentity:
     kinds = {Path(f).suffix.lower() for f in files}
     lst = sql.paths(files)
     if kinds <= {".parquet", ".pq"}:
-        src = f"read_parquet({lst}, union_by_name = true)"
+        src = sql.read_parquet(lst, "union_by_name = true")
     elif kinds <= {".csv", ".tsv", ".txt"}:
         src = f"read_csv({lst}, header = true, all_varchar = true)"
     elif kinds <= {".json", ".jsonl", ".ndjson"}:

@@ -276,7 +276,7 @@ def _source_sql(path: Path, fmt: str, *, delimiter: str, header: bool,
             opts.append("all_varchar=true")
         return f"read_csv({p}, {', '.join(opts)})"
     if fmt == "parquet":
-        return f"read_parquet({p})"
+        return sql.read_parquet(p)
     return f"read_json_auto({p})"
 
 

@@ -109,6 +109,22 @@ def paths(ps: Iterable[str | os.PathLike]) -> str:
     return "[" + ", ".join(path(p) for p in ps) + "]"
 
 
+def read_parquet(files: str, *options: str) -> str:
+    """The DuckDB relation reading Parquet ``files`` (a literal from :func:`path` or
+    :func:`paths`), with NaN taken as possible in every float column.
+
+    Every Parquet read of veil goes through it. Parquet's min/max statistics leave NaN out
+    (pyarrow, Spark and others write them so), and DuckDB prunes and folds filters by those
+    statistics unless told that a column can hold NaN: with the default, on a pyarrow file
+    whose ``lat`` holds NaN, ``WHERE lat <= 40`` kept the NaN rows and ``WHERE isnan(lat)``
+    found none (DuckDB 2.0.1), so invalid points reached the grid and the budget's counts.
+
+    >>> read_parquet(paths(["/d/a.parquet"]), "union_by_name = true")
+    "read_parquet(['/d/a.parquet'], can_have_nan = true, union_by_name = true)"
+    """
+    return f"read_parquet({', '.join([files, 'can_have_nan = true', *options])})"
+
+
 def glob(pattern: str) -> str:
     """A SQL literal for a glob pattern the user asked for explicitly (not escaped)."""
     return literal(pattern)

@@ -69,7 +69,7 @@ def partitions(path, target: int) -> list[tuple[int, int]]:
 
 
 def _part_view(spec: dict, lo: int, hi: int) -> str:
-    src = (f"(SELECT * FROM read_parquet({sql.path(spec['path'])}, file_row_number=true) "
+    src = (f"(SELECT * FROM {sql.read_parquet(sql.path(spec['path']), 'file_row_number=true')} "
            f"WHERE file_row_number >= {int(lo)} AND file_row_number < {int(hi)})")
     return _points_view(MapGrid.from_dict(spec["grid"]), src=src, lat=spec["lat"],
                         lon=spec["lon"], user=spec["user"], time=spec["time"],

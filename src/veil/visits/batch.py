@@ -60,7 +60,7 @@ def _reader(path: str, fmt: str | None, delimiter: str | None = None) -> str:
     ext = (fmt or Path(path).suffix.lstrip(".")).lower()
     lit = sql.path(path)
     if ext == "parquet":
-        return f"read_parquet({lit})"
+        return sql.read_parquet(lit)
     if ext in ("json", "ndjson", "jsonl"):
         return f"read_json_auto({lit})"
     # all_varchar: a user or category is read as written ("1e3", "2.50" and "1000", "2.5"
