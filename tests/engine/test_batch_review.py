@@ -382,3 +382,48 @@ def test_the_catch_all_category_name_is_reserved(tmp_path):
                     "-o", "out"], tmp_path)
     assert res.code == 2 and "'__other__' is reserved" in res.err, res.err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("invalid", ["off-grid", "nan", "no-time"])
+def test_trajectories_dropped_points_shape_no_published_field(tmp_path, capsys, monkeypatch,
+                                                              invalid):
+    """--on-invalid drop: the manifest's budget (T, the most timestamps of a user, times
+    epsilon) and the default number of buckets counted the dropped points and the users left
+    out. Here one user has 8 invalid points beside 5 valid ones (T was 13, not 5) and another
+    user has invalid points only (the default buckets, one per user here, were 8, not 7): the
+    whole manifest, the parts and the --json summary are identical with and without them."""
+    import veil.engine.runner as runner
+
+    monkeypatch.setattr(runner, "MIN_BUCKETS", 1)
+    monkeypatch.setattr(runner, "USERS_PER_BUCKET", 1)
+    model, latlon = _walks(6, 5)
+    model.save(tmp_path / "model.npz")
+    u = np.repeat(np.char.add("u", np.arange(6).astype(str)), 5)
+    t = np.tile(np.arange(5) * 60.0, 6)
+    base = {"user": u, "t": t, "lat": latlon[:, 0], "lon": latlon[:, 1]}
+    bad_lat, bad_t = {"off-grid": (10.0, 0.0), "nan": (np.nan, 0.0),
+                      "no-time": (float(latlon[0, 0]), np.nan)}[invalid]
+    n_bad = 8 + 3
+    off = {"user": ["u0"] * 8 + ["zz"] * 3, "t": bad_t + np.arange(n_bad) * 7.0 + 1.0,
+           "lat": [bad_lat] * n_bad, "lon": [float(latlon[0, 1])] * n_bad}
+    got = []
+    for i, table in enumerate((base, {k: np.append(base[k], off[k]) for k in base})):
+        d = tmp_path / f"n{i}"
+        d.mkdir()
+        pq.write_table(pa.table(table), d / "p.parquet")
+        code, out, err = run(["batch", "trajectories", d / "p.parquet", "-o", d / "out",
+                              "--model", tmp_path / "model.npz", "-e", "1", "-d", "0.1",
+                              "--on-invalid", "drop", "--seed", "4", "--spend-again",
+                              "--json", "--quiet"], capsys)
+        assert code == 0, err
+        got.append((d / "out", json.loads(out)))
+    (oa, sa), (ob, sb) = got
+    A, B = files_of(oa), files_of(ob)
+    assert list(A) == list(B)
+    assert all(A[n] == B[n] for n in A if n.endswith(".parquet"))
+    ma, mb = (json.loads(x["_manifest.json"]) for x in (A, B))
+    assert ma["max_timestamps_per_user"] == 5 and ma["buckets"] == 6
+    assert _volatile(ma) == _volatile(mb)
+    for s in (sa, sb):
+        s.pop("output"), s.pop("seconds")
+    assert sa == sb

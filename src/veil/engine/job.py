@@ -284,12 +284,15 @@ def ledger_path(job: Job) -> Path:
     return _path(job.ledger)
 
 
-def job_epsilon(job: Job, task, params: dict[str, Any]) -> tuple[float, str]:
+def job_epsilon(task, params: dict[str, Any], plan=None) -> tuple[float, str]:
     """What the job spends per user, and the unit its guarantee protects.
 
     Per-timestamp tasks (trajectories) spend ``T x epsilon`` per user by sequential
-    composition, with ``T`` the most rows any user has in the input (an upper bound on the
-    timestamps released for that user; the timestamps are public in the PIM model).
+    composition, with ``T`` the most rows any user has among the rows the task keeps
+    (``plan.max_rows_per_user``, counted by :func:`~veil.engine.runner.inspect_input`; rows
+    that ``--on-invalid drop`` removes are never released and never counted: they would
+    show in the published budget). ``T`` bounds the timestamps released for that user; the
+    timestamps are public in the PIM model, and every released one is in the output.
     Tasks with ``params["max_records"]`` bound every user's contribution and protect users;
     the others protect single records of a user (event level).
     """
@@ -297,26 +300,10 @@ def job_epsilon(job: Job, task, params: dict[str, Any]) -> tuple[float, str]:
     if eps <= 0:
         return 0.0, "record"
     if task.extra.get("epsilon_unit") == "per timestamp":
-        return eps * _max_rows_per_user(job), "user"
+        if plan is None or plan.max_rows_per_user is None:
+            raise ValueError("a per-timestamp task's budget needs the inspected input (plan)")
+        return eps * plan.max_rows_per_user, "user"
     return eps, "user" if params.get("max_records") else "record"
-
-
-def _max_rows_per_user(job: Job) -> int:
-    import duckdb
-
-    from ..io import sql
-    from ..io.read import private_spill
-    from .runner import _source_sql
-
-    con = private_spill(duckdb.connect())
-    try:
-        src = _source_sql(job.input_files())
-        u = sql.ident(job.user_column)
-        got = con.sql(f"SELECT max(n) FROM (SELECT count(*) AS n FROM {src} GROUP BY {u})"
-                      ).fetchall()[0][0]
-    finally:
-        con.close()
-    return int(got or 0)
 
 
 def _job_key(job: Job, fingerprint: str) -> str:

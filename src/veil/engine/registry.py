@@ -53,6 +53,13 @@ class Task:
         listed column. The engine sizes the default number of buckets on the users that
         will be published, so that the published folder does not depend on users it leaves
         out (default: every user with a row is published).
+    kept_rows : callable, optional
+        For a task that drops some rows (``--on-invalid drop``): ``(params, columns) -> SQL
+        predicate``, where ``columns`` maps each staged column (``user``, the task's columns)
+        to its SQL expression; a row is kept iff the predicate is true. The engine counts
+        only kept rows where a count shapes what is published (the users that size the
+        default buckets; ``T``, the most timestamps of a user, of a per-timestamp task), so
+        that rows the task drops never show (default: every row is kept).
     """
 
     name: str
@@ -66,6 +73,7 @@ class Task:
     column_kinds: dict[str, str] = field(default_factory=dict)
     input_domain: Callable[[dict[str, Any]], dict[str, list[str]]] | None = None
     published_if: Callable[[dict[str, Any]], dict[str, list[str]]] | None = None
+    kept_rows: Callable[[dict[str, Any], dict[str, str]], str] | None = None
 
 
 _TASKS: dict[str, Task] = {}

@@ -86,7 +86,7 @@ def _source_sql(files: list[str], text_columns: list[str] | tuple[str, ...] = ()
     kinds = {Path(f).suffix.lower() for f in files}
     lst = sql.paths(files)
     if kinds <= {".parquet"}:
-        return f"read_parquet({lst})"
+        return sql.read_parquet(lst)
     if kinds <= {".csv", ".tsv", ".txt"}:
         if text_columns:
             types = ", ".join(f"{sql.literal(c)}: 'VARCHAR'" for c in text_columns)
@@ -248,6 +248,7 @@ class Plan:
     rows: int
     users_estimate: int
     read: list[str] = field(default_factory=list)  # the input columns the job reads
+    max_rows_per_user: int | None = None  # kept rows of the busiest user (per-timestamp tasks)
 
     @property
     def select(self) -> str:
@@ -333,6 +334,9 @@ def inspect_input(job: Job, task, params: dict[str, Any], con) -> Plan:
         f"list_contains([{', '.join(sql.literal(v) for v in vals)}], "
         f"{exprs[aliases.index(a)]})" if vals else "false"
         for a, vals in shown.items()) or "true"
+    # the rows the task keeps (Task.kept_rows): the rows it drops count nowhere
+    kept = f"({task.kept_rows(params, dict(zip(aliases, exprs))) if task.kept_rows else 'true'})"
+    where = f"({where}) AND {kept}"
     aggs = ["count(*)", f"count(*) FILTER (WHERE {exprs[0]} IS NULL)",
             f"approx_count_distinct({exprs[0]}) FILTER (WHERE {where})"]
     checks: list[tuple[str, str]] = []
@@ -371,10 +375,20 @@ def inspect_input(job: Job, task, params: dict[str, Any], con) -> Plan:
                             path=path, column=name)
     # max_records: at most m rows per user are staged (and checked again on resume)
     src = staging_source(job, src, list(needed.values()))
+    most = None
+    if task.extra.get("epsilon_unit") == "per timestamp":
+        # T, the most timestamps of a user: the rows the task keeps, as staged (a NaN
+        # position is not kept: sql.read_parquet)
+        try:
+            most = con.execute(f"SELECT max(n) FROM (SELECT count(*) AS n FROM {src} "
+                               f"WHERE {kept} GROUP BY {exprs[0]})").fetchall()[0][0]
+        except Exception as exc:  # noqa: BLE001
+            raise _duckdb_error(exc, "counting each user's rows", path) from None
     for alias, expr in companions:
         aliases.append(alias)
         exprs.append(expr)
-    return Plan(files, src, exprs, aliases, rows, users, read=list(needed.values()))
+    return Plan(files, src, exprs, aliases, rows, users, read=list(needed.values()),
+                max_rows_per_user=None if most is None else int(most))
 
 
 def default_buckets(users: int) -> int:
@@ -425,7 +439,7 @@ def _stage(con, plan: Plan, buckets: int, work: Path) -> dict[str, Any]:
     fault("staged")
     staged = [str(p) for p in sorted(tmp.glob("bucket=*/*.parquet"))]
     aliases = [sql.ident(a) for a in plan.aliases]
-    per = _digests(con, f"read_parquet({sql.paths(staged)})", aliases, buckets,
+    per = _digests(con, sql.read_parquet(sql.paths(staged)), aliases, buckets,
                    "digesting the staged rows", plan.files[0])
     for b in range(buckets):
         folder = tmp / f"bucket={b}"
@@ -607,7 +621,7 @@ def run_bucket(spec: dict[str, Any], b: int, extra: dict[str, Any]) -> dict[str,
             order = ", ".join(sql.ident(c) for c in dict.fromkeys([*first, *staged]))
             sel = ", ".join(sql.ident(c) for c in [*cols, *(c + RAW for c in raws)])
             tbl = _worker_connection().sql(
-                f"SELECT {sel} FROM read_parquet({sql.paths(files)}) ORDER BY {order}"
+                f"SELECT {sel} FROM {sql.read_parquet(sql.paths(files))} ORDER BY {order}"
             ).to_arrow_table()
         else:
             tbl = pa.table({c: pa.array([], pa.string())
@@ -991,8 +1005,8 @@ def run_job(job: Job) -> JobResult:
     task = get_task(job.task)
     params = task.validate(dict(job.params))
     job.params = params
-    epsilon, unit = job_epsilon(job, task, params)  # per user: T x epsilon for trajectories
-    if job.engine == "dask" and job.scheduler and epsilon > 0 and _insecure(job.scheduler) \
+    if job.engine == "dask" and job.scheduler and float(task.epsilon(params)) > 0 \
+            and _insecure(job.scheduler) \
             and not job.insecure_scheduler:
         raise ParameterError(
             f"--scheduler {job.scheduler} is plain TCP: anyone on the network can read the "
@@ -1012,7 +1026,7 @@ def run_job(job: Job) -> JobResult:
             os.rmdir(work)
         raise
     try:
-        return _run_locked(job, task, params, (epsilon, unit), fingerprint, out, work, t0)
+        return _run_locked(job, task, params, fingerprint, out, work, t0)
     finally:
         lock.release()
         if os.path.isdir(work) and {e.name for e in os.scandir(work)} <= {"lock",
@@ -1100,11 +1114,10 @@ def preflight(job: Job) -> None:
     _check_output(probe, out, work, probe.fingerprint(), state, man)
 
 
-def _run_locked(job: Job, task, params, cost: tuple[float, str], fingerprint: str, out: Path,
-                work: Path, t0: float) -> JobResult:
+def _run_locked(job: Job, task, params, fingerprint: str, out: Path, work: Path,
+                t0: float) -> JobResult:
     import duckdb
 
-    epsilon, unit = cost
     wait_for_orphans(work)
     state = _read_json(work / STATE)
     man = read_manifest(out, advice=_advice(job)) if out.is_dir() else None
@@ -1129,6 +1142,8 @@ def _run_locked(job: Job, task, params, cost: tuple[float, str], fingerprint: st
             _clear_work(work)  # leftovers of a run killed before its state was written
             try:
                 plan = inspect_input(job, task, params, con)
+                # per user: T x epsilon for trajectories (T counted on the kept rows)
+                epsilon, unit = job_epsilon(task, params, plan)
                 buckets = job.buckets or default_buckets(plan.users_estimate)
                 staging = _stage(con, plan, buckets, work)
                 _ledger_reserve(job, epsilon, fingerprint, unit, plan)
@@ -1143,10 +1158,14 @@ def _run_locked(job: Job, task, params, cost: tuple[float, str], fingerprint: st
         else:
             state["runs"] = int(state.get("runs", 1)) + 1
             key = seed_key(job.seed) if job.seed is not None else load_key(work)
+            # what the first run reserved and wrote down (the input is checked to be the same)
+            epsilon = float(state["epsilon"])
             if not committing:
                 _check_staging_layout(job, task, work, state)
                 plan = inspect_input(job, task, params, con)
                 _check_same_input(con, plan, state)
+                unit = (state.get("accounting") or {}).get("protects") \
+                    or job_epsilon(task, params, plan)[1]
                 _ledger_reserve(job, epsilon, fingerprint, unit, plan, resume=True)
         buckets = int(state["staging"]["buckets"])
         for sub in (PARTS, MARKERS, TMP):

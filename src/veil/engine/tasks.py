@@ -245,6 +245,23 @@ register_task(Task(
 
 
 # --------------------------------------------------------------------------- trajectories
+def _trajectory_rows_kept(params: dict[str, Any], col: dict[str, str]) -> str:
+    """The points :func:`~veil.geo.temporal.batch.release_bucket` releases, in SQL: a finite
+    time and a position inside the model's grid (closed box, as ``TemporalGrid.contains``;
+    NaN and NULL are outside). The others are invalid: an error, or dropped with
+    ``--on-invalid drop``, and then counted nowhere (not in ``T``, not in the users)."""
+    from ..geo.temporal import MarkovModel
+    from ..io import sql
+
+    g = MarkovModel.load(params["model"]).grid
+
+    def num(x: float) -> str:
+        return f"CAST({sql.literal(repr(float(x)))} AS DOUBLE)"
+
+    return (f"isfinite({col['t']}) AND {col['lat']} BETWEEN {num(g.lat_min)} AND "
+            f"{num(g.lat_max)} AND {col['lon']} BETWEEN {num(g.lon_min)} AND {num(g.lon_max)}")
+
+
 def _register_trajectories() -> None:
     from ..geo.temporal.batch import release_bucket, validate_job_params
 
@@ -256,6 +273,7 @@ def _register_trajectories() -> None:
         # epsilon plus the public bound of the float64 correction, per timestamp
         epsilon=lambda p: float(p["epsilon_step_bound"]),
         column_kinds={"t": "time", "lat": "number", "lon": "number"},
+        kept_rows=_trajectory_rows_kept,
         description="PIM/LM release of every user's trajectory (epsilon per timestamp)",
         extra={"epsilon_unit": "per timestamp"}))
 
