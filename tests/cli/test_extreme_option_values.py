@@ -6,7 +6,9 @@ Each was an internal error or a message naming an internal quantity or function:
 --grid beijing:99999999`` (MemoryError, 71 PiB), ``veil data synth --rows 10**23`` (numpy's
 "Maximum allowed dimension exceeded"), ``--count-bound 1e308`` ("sensitivity must be finite
 and > 0, got inf"), ``veil location noise --radius 1e308`` ("core must be finite and >= 0,
-got nan"), ``--initial-latlon 91,0`` (a message naming ``TemporalGrid.cell_of``).
+got nan"), ``--initial-latlon 91,0`` (a message naming ``TemporalGrid.cell_of``). One was
+accepted: ``veil location noise --region-diameter 1e308`` (metres; now at most the Earth's
+circumference, like ``--radius``).
 
 Each case: exit status 2, one line ``veil: error: ...`` on stderr naming the option (and
 the stated bound where there is one), and nothing written.
@@ -115,6 +117,9 @@ CASES = [
                                              "1e308"), "--count-bound", "2**53"),
     # 6. core must be finite and >= 0, got nan
     ("noise-radius", noise("--radius", "1e308"), "--radius", "4.0075e+07"),
+    # 6b. accepted: a longest displacement of 1e308 metres gave normal output
+    ("noise-region-diameter", noise("--radius", "200", "--region-diameter", "1e308"),
+     "--region-diameter", "4.0075e+07"),
     # 7. a message naming TemporalGrid.cell_of
     *[(f"trajectory-initial-latlon-{v}", traj_release("--initial-latlon", v),
        "--initial-latlon", "inside the model's grid") for v in ("91,0", "0,0", "nan,nan")],

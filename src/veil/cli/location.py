@@ -400,6 +400,7 @@ def noise(
     L = make_loss(loss)
     max_step = math.inf if region_diameter is None else check_positive(region_diameter,
                                                                         "--region-diameter")
+    check_length_bound(region_diameter, "--region-diameter")  # 1e308 was accepted
     opt = optimal_noise(l, L, max_step=max_step)
     result = {"privacy": l.to_dict(), "loss": L.name, **opt.to_dict()}
     if kind == "geo":
