@@ -13,6 +13,7 @@ import pytest
 from veil.report import core
 from veil.report.demo import DemoSectionError, run_demo
 from veil.report.html import rebuild_report
+from cli_cases import run_main
 
 SAMPLERS = "veil.report.sections.samplers"
 
@@ -207,6 +208,14 @@ def test_cli_demo_and_report(tmp_path, monkeypatch, capsys):
     (out / "index.html").unlink()
     main(["report", str(out)])
     assert (out / "index.html").is_file()
+    # a link as index.html was replaced silently (its target kept); now refused like every
+    # other output that is a link
+    (out / "index.html").rename(tmp_path / "elsewhere.html")
+    (out / "index.html").symlink_to(tmp_path / "elsewhere.html")
+    capsys.readouterr()
+    assert _cli(["report", str(out)]) == 2
+    assert "symbolic link" in capsys.readouterr().err
+    assert (out / "index.html").is_symlink()
 
 
 def test_cli_demo_exits_nonzero_when_a_section_fails(tmp_path, monkeypatch, capsys,
@@ -400,3 +409,51 @@ def test_an_interrupted_demo_leaves_no_partial_report(tmp_path, monkeypatch, cap
     assert (out / "index.html").read_bytes() != before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("layout", ["file", "nested", "beside-a-report", "in-sections"])
+def test_demo_never_deletes_files_that_are_not_a_report(tmp_path, monkeypatch, capsys, layout):
+    """`veil demo -o mydocs` deleted every file of an existing folder (thesis.txt, sub/a.txt),
+    with or without --force: only index.html was checked. A folder holding anything that is not
+    part of a report is now refused, --force or not, before the demo runs, and left as it was."""
+    from veil.cli import main
+
+    monkeypatch.setattr(core, "SECTION_MODULES", [SAMPLERS])
+    out = tmp_path / "my 'docs'; x"
+    out.mkdir()
+    if layout == "file":
+        (out / "thesis.txt").write_text("precious")
+    elif layout == "nested":
+        (out / "sub").mkdir()
+        (out / "sub" / "a.txt").write_text("precious")
+    else:
+        main(["demo", "-o", str(out), "--quick", "--seed", "1"])
+        target = out / ("thesis.txt" if layout == "beside-a-report" else "sections/notes.txt")
+        target.write_text("precious")
+    before = sorted((str(p.relative_to(out)), p.is_dir() or p.read_bytes())
+                    for p in out.rglob("*"))
+    capsys.readouterr()
+    for extra in ([], ["--force"]):
+        code, _, err = run_main(["demo", "-o", str(out), "--quick", "--seed", "2", *extra],
+                                capsys)
+        assert code == 2, err
+        assert "not part of a veil report" in err and "nothing was changed" in err, err
+        assert sorted((str(p.relative_to(out)), p.is_dir() or p.read_bytes())
+                      for p in out.rglob("*")) == before
+        assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
+
+
+def test_demo_writes_into_an_empty_folder_and_replaces_only_a_report(tmp_path, monkeypatch,
+                                                                      capsys):
+    from veil.cli import main
+
+    monkeypatch.setattr(core, "SECTION_MODULES", [SAMPLERS])
+    out = tmp_path / "report"
+    out.mkdir()
+    main(["demo", "-o", str(out), "--quick", "--seed", "1"])
+    assert (out / "index.html").is_file()
+    capsys.readouterr()
+    code, _, err = run_main(["demo", "-o", str(out), "--quick", "--seed", "1"], capsys)
+    assert code == 2 and "already holds a report" in err, err
+    main(["demo", "-o", str(out), "--quick", "--seed", "1", "--force"])
+    assert sorted(p.name for p in out.iterdir()) == ["index.html", "meta.json", "sections"]

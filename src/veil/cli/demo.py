@@ -30,9 +30,7 @@ def demo(
                              "through a link")
     if not output.parent.is_dir():  # like every command: the output's folder must exist
         raise ParameterError(f"--output: folder {str(output.parent)!r} does not exist")
-    if (output / "index.html").exists() and not force:
-        raise ParameterError(f"--output: {str(output)!r} already holds a report; pass --force "
-                             "to replace it")
+    _check_report_folder(output, force)
 
     # built in a hidden folder beside the output and moved into place when complete: an
     # interrupted demo left sections/*.json without index.html, which `veil report` then
@@ -50,8 +48,7 @@ def demo(
         except DemoSectionError as exc:  # the report shows the failures: publish it, then fail
             failed = exc
         if output.exists() or output.is_symlink():
-            if output.is_symlink() or not output.is_dir():
-                raise ParameterError(f"--output: {str(output)!r} is not a folder")
+            _check_report_folder(output, force)  # again: the folder may have changed meanwhile
             old = Path(tempfile.mkdtemp(prefix=f".veil-tmp-{output.name}.old.",
                                         dir=output.parent))
             os.rename(output, old / "report")
@@ -66,6 +63,42 @@ def demo(
     if failed is not None:
         raise DemoSectionError(index, failed.failures) from None
     done({"report": str(index)}, f"report written to {index}")
+
+
+#: what ``veil demo`` writes in its folder; a folder holding anything else is not replaced
+REPORT_ENTRIES = {"index.html": "file", "meta.json": "file", "sections": "folder"}
+
+
+def _check_report_folder(output: Path, force: bool) -> None:
+    """Refuse an ``--output`` the demo must not replace: a link or a file, a folder holding
+    anything that is not part of a demo report (``veil demo -o mydocs`` deleted every file of
+    an existing folder), or a report without ``--force``. A new or empty folder is fine."""
+    from ..errors import ParameterError
+
+    if output.is_symlink():
+        raise ParameterError(f"--output: {str(output)!r} is a symbolic link; veil never writes "
+                             "through a link")
+    if not output.exists():
+        return
+    if not output.is_dir():
+        raise ParameterError(f"--output: {str(output)!r} is not a folder")
+    entries = sorted(os.scandir(output), key=lambda e: e.name)
+    if not entries:
+        return
+    foreign = [e.name for e in entries if REPORT_ENTRIES.get(e.name) != (
+        "folder" if e.is_dir(follow_symlinks=False) else
+        "file" if e.is_file(follow_symlinks=False) else None)]
+    sections = output / "sections"
+    if not foreign and sections.is_dir() and not sections.is_symlink():
+        foreign = [f"sections/{e.name}" for e in sorted(os.scandir(sections), key=lambda e: e.name)
+                   if not (e.name.endswith(".json") and e.is_file(follow_symlinks=False))]
+    if foreign:
+        shown = ", ".join(repr(n) for n in foreign[:3]) + (" ..." if len(foreign) > 3 else "")
+        raise ParameterError(f"--output: {str(output)!r} holds {shown}, which is not part of a "
+                             "veil report; nothing was changed: give a new or empty folder")
+    if not force:
+        raise ParameterError(f"--output: {str(output)!r} already holds a report; pass --force "
+                             "to replace it")
 
 
 @app.command("report")

@@ -664,6 +664,12 @@ def rebuild_report(run_dir: str | os.PathLike) -> Path:
     >>> rebuild_report("report")  # doctest: +SKIP
     PosixPath('report/index.html')
     """
+    from ..errors import DataError
+
+    index = Path(run_dir) / "index.html"
+    if index.is_symlink():  # replaced silently before; every other output refuses a link
+        raise DataError("is a symbolic link; veil never writes over a link: remove it",
+                        path=str(index))
     sections, meta = load_run(run_dir)
     doc = render_report(sections, title=str(meta.get("title", "veil report")), meta=meta)
-    return write_text_atomic(Path(run_dir) / "index.html", doc)
+    return write_text_atomic(index, doc)
