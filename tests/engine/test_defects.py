@@ -304,25 +304,27 @@ def test_6_links_planted_in_the_output_folder_are_never_written_through(tmp_path
 
 
 def test_6_the_output_folder_is_resolved_once(tmp_path):
-    """The output given through a link that is re-pointed mid-run: everything lands in the
-    folder the link named when the job started."""
+    """The output given through a linked folder that is re-pointed mid-run: everything lands
+    in the folder the link named when the job started. (An output that is itself a link is
+    refused: test_work_dir_ownership.)"""
     inp = checkins(tmp_path / "in.parquet", n=20_000, users=3_000)
     d1, d2 = tmp_path / "d1", tmp_path / "d2"
     d1.mkdir()
     d2.mkdir()
-    link = tmp_path / "out"
+    link = tmp_path / "lnk"
     link.symlink_to(d1)
-    p = launch(_spec(inp, link), _slow(0.15))
+    p = launch(_spec(inp, link / "out"), _slow(0.15))
     try:
-        assert wait_until(lambda: markers_under(tmp_path) or p.poll() is not None, 120)
-        tmp = tmp_path / "out.new"
+        assert wait_until(lambda: markers_under(d1) or p.poll() is not None, 120)
+        tmp = tmp_path / "lnk.new"
         tmp.symlink_to(d2)
         os.replace(tmp, link)
         assert p.wait(180) == 0, p.stderr.read()
     finally:
         kill_group(p)
     assert list(d2.iterdir()) == []
-    assert manifest(d1)["status"] == "complete" and len(list(d1.glob("part-*.parquet"))) == 24
+    out = d1 / "out"
+    assert manifest(out)["status"] == "complete" and len(list(out.glob("part-*.parquet"))) == 24
 
 
 # --------------------------------------------------------------------------- defect 7

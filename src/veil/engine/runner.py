@@ -3,6 +3,9 @@
 Where things live (``OUT`` is the output folder, ``WORK`` the job's private work folder,
 by default ``.OUT.veil-work`` beside it, mode 0700):
 
+* ``WORK/veil-work-folder``: written first in a work folder veil makes; veil clears and
+  removes only a folder that holds it (or, from an older veil, only a work folder's own
+  names): ``--work-dir`` naming a folder of the user's is refused, never emptied;
 * ``WORK/lock`` and ``WORK/workers.lock``: one job per output folder, no orphan beside it
   (:mod:`veil.engine.lock`);
 * ``WORK/job.json``: the job's state (fingerprint, per-bucket content digests of what was
@@ -69,6 +72,11 @@ PARTS = "parts"
 MARKERS = "markers"
 TMP = "tmp"
 FORMAT = 2
+#: the first file of every work folder veil creates (see the module's docstring)
+WORK_MARK = "veil-work-folder"
+#: the names a work folder made by an older veil (without :data:`WORK_MARK`) can hold
+_WORK_NAMES = frozenset({"lock", "workers.lock", STATE, OWNER, STAGING, STAGING + ".tmp", PARTS,
+                         MARKERS, TMP, "key"})
 
 
 class StagingDamagedError(VeilError, RuntimeError):
@@ -671,25 +679,75 @@ def run_bucket(spec: dict[str, Any], b: int, extra: dict[str, Any]) -> dict[str,
 
 
 # --------------------------------------------------------------------------- folders
+def _resolved(path: str | Path) -> Path:
+    """``path`` with the links of its folder resolved but not a link at its end (which the
+    callers refuse: veil never writes through a link)."""
+    p = Path(os.fspath(path))
+    if p.name in ("", ".", ".."):
+        return Path(os.path.realpath(p))
+    return Path(os.path.realpath(p.parent)) / p.name
+
+
 def work_dir_for(output: str | Path, work_dir: str | Path | None = None) -> Path:
     """The private work folder of the job writing ``output`` (default: a hidden sibling)."""
-    out = Path(os.path.realpath(output))
+    out = _resolved(output)
     if work_dir is not None:
-        return Path(os.path.realpath(work_dir))
+        return _resolved(work_dir)
     return out.parent / f".{out.name}{WORK_SUFFIX}"
 
 
 def _resolve_output(job: Job) -> Path:
-    """The output folder, resolved once (links in the given path are followed here only)."""
+    """The output folder, resolved once (links in its folder's path are followed here only; a
+    link as the output itself is refused: ``-o LINK`` wrote the parts into the link's target,
+    and a dangling link created its target)."""
     given = Path(job.output)
     opt = job.output_option
-    out = Path(os.path.realpath(given))
+    out = _resolved(given)
+    if os.path.islink(out):
+        raise ParameterError(f"{opt}: {str(given)!r} is a symbolic link; veil never writes "
+                             "through a link")
     if not out.parent.is_dir():
         raise ParameterError(f"{opt}: folder {str(given.parent)!r} does not exist")
     if os.path.lexists(out) and not out.is_dir():
         raise DataError(f"{opt} exists and is not a folder; {opt} names a folder to create",
                         path=str(given))
     return out
+
+
+def _foreign_in_work(work: Path) -> str | None:
+    """The first entry of an existing folder that shows it is not a veil work folder (None
+    when it is one, or is empty): veil clears and removes its work folder, so a folder the
+    user named with ``--work-dir`` that holds their files must never be taken for one."""
+    try:
+        names = sorted(e.name for e in os.scandir(work))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not names or WORK_MARK in names:
+        return None
+    foreign = [n for n in names if n not in _WORK_NAMES and not fsutil.is_tmp_name(n)]
+    if foreign:
+        return foreign[0]
+    return None if "lock" in names else names[0]  # an older veil's folder always has its lock
+
+
+def _check_work_ours(work: Path) -> None:
+    if os.path.islink(work) or not os.path.isdir(work):
+        return  # private_dir refuses a link or a file with its own message
+    name = _foreign_in_work(work)
+    if name is not None:
+        raise DataError(f"the work folder holds {name!r}, which veil did not write: it is not "
+                        "a veil work folder, so nothing in it was touched; give --work-dir a "
+                        "new or empty folder", path=str(work))
+
+
+def claim_work_dir(work: Path) -> Path:
+    """Create the private work folder (or take an existing one that is veil's) and mark it."""
+    _check_work_ours(work)
+    private_dir(work)
+    if not os.path.lexists(work / WORK_MARK):
+        write_file(work / WORK_MARK, b"a veil batch work folder (private; removed when the job "
+                                     b"completes or is discarded)\n", mode=0o600)
+    return work
 
 
 def _inside(child: str, parent: str) -> bool:
@@ -725,9 +783,10 @@ def _write_state(work: Path, state: dict[str, Any], fault_point: str | None = No
 
 
 def _clear_work(work: Path) -> None:
-    """Remove everything in a work folder but its lock files (a run that never got going)."""
+    """Remove everything in a work folder but its lock files and mark (a run that never got
+    going)."""
     for entry in os.scandir(work):
-        if entry.name in ("lock", "workers.lock"):
+        if entry.name in ("lock", "workers.lock", WORK_MARK):
             continue
         remove_tree(Path(entry.path))
 
@@ -1017,20 +1076,20 @@ def run_job(job: Job) -> JobResult:
     work = work_dir_for(out, job.work_dir)
     fingerprint = job.fingerprint()
     _check_not_over_input(job, out, work)
-    private_dir(work)
+    claim_work_dir(work)
+    idle = {"lock", "workers.lock", WORK_MARK}  # a work folder with nothing of a run in it
     lock = JobLock(work, str(job.output))
     try:
         lock.acquire()
     except BaseException:
-        if _empty_dir(work):
-            os.rmdir(work)
+        if {e.name for e in os.scandir(work)} <= {WORK_MARK}:
+            remove_tree(work)
         raise
     try:
         return _run_locked(job, task, params, fingerprint, out, work, t0)
     finally:
         lock.release()
-        if os.path.isdir(work) and {e.name for e in os.scandir(work)} <= {"lock",
-                                                                          "workers.lock"}:
+        if os.path.isdir(work) and {e.name for e in os.scandir(work)} <= idle:
             remove_tree(work)
 
 
@@ -1109,6 +1168,7 @@ def preflight(job: Job) -> None:
     out = _resolve_output(probe)
     work = work_dir_for(out, probe.work_dir)
     _check_not_over_input(probe, out, work)
+    _check_work_ours(work)
     state = _read_json(work / STATE) if work.is_dir() else None
     man = read_manifest(out, advice=_advice(probe)) if out.is_dir() else None
     _check_output(probe, out, work, probe.fingerprint(), state, man)
@@ -1286,11 +1346,15 @@ def discard_job(output: str | Path, work_dir: str | Path | None = None) -> dict[
 
     Returns what was removed (the work folder, its task and the number of finished buckets).
     """
-    out = Path(os.path.realpath(output))
+    out = _resolved(output)
     work = work_dir_for(out, work_dir)
-    if not work.is_dir():
+    if not work.is_dir() or os.path.islink(work):
         raise ParameterError(f"no interrupted run to discard for {output} (no work folder "
                              f"{work})")
+    if _empty_dir(work) or _foreign_in_work(work) is not None:
+        # `batch discard OUT --work-dir FOLDER` emptied and removed any folder named
+        raise ParameterError(f"no interrupted run to discard for {output}: {work} is not a veil "
+                             "work folder; nothing in it was touched")
     private_dir(work)
     with JobLock(work, str(output)):
         wait_for_orphans(work)

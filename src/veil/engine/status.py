@@ -20,7 +20,7 @@ from .fsutil import sha256_file
 from .job import read_manifest
 from .lock import LOCK, _flock_holders, process_alive
 from .runner import (MARKERS, PARTS, STAGING, STATE, _marker_name, _part_name, _read_json,
-                     verify_output, work_dir_for)
+                     _resolved, verify_output, work_dir_for)
 
 __all__ = ["job_status", "format_status", "ranges"]
 
@@ -65,7 +65,7 @@ def job_status(output: str | Path, work_dir: str | Path | None = None) -> dict[s
     completed output whose parts do not match), ``running`` (a live process holds the job)
     or ``interrupted`` (resumable with ``--resume``), and the details behind it.
     """
-    out = Path(os.path.realpath(output))
+    out = _resolved(output)
     work = work_dir_for(out, work_dir)
     st: dict[str, Any] = {"output": str(output), "work": str(work),
                           "staging_left": (work / STAGING).is_dir()}
