@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import json
 import math
 import os
@@ -144,6 +145,22 @@ def _same_path(a: Path, b: Path) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
+def _is_home_ledger(path: Path) -> bool:
+    """Whether ``path`` is the home ledger as named (links not followed)."""
+    return os.path.abspath(path) == os.path.abspath(default_ledger_path())
+
+
+def _chosen_by(path: Path) -> str:
+    """How messages name the setting that chose a ledger: ``--ledger``, ``$VEIL_LEDGER`` or
+    the home ledger (``$VEIL_HOME``)."""
+    if _is_home_ledger(path):
+        return "the home ledger ($VEIL_HOME)"
+    env = os.environ.get("VEIL_LEDGER")
+    if env and os.path.abspath(Path(env).expanduser()) == os.path.abspath(path):
+        return "$VEIL_LEDGER"
+    return "--ledger"
+
+
 def check_ledger_apart(ledger: str | os.PathLike, outputs: Sequence[str | os.PathLike]) -> None:
     """Refuse an output that is the ledger (or one of SQLite's files beside it) or a folder
     holding it.
@@ -216,7 +233,12 @@ _IO_ERRORS = ("disk I/O error", "database or disk is full", "readonly database",
 
 
 class Ledger:
-    """A ledger file (SQLite; created with its folder, mode 0600, on first use).
+    """A ledger file (SQLite, mode 0600, created on first use).
+
+    Only the home ledger (:func:`default_ledger_path`) has its folder created (mode 0700);
+    any other ledger must be in an existing folder. Refused before anything is written: a
+    path that is a symbolic link (veil never writes through a link), and an SQLite database
+    holding anything but a veil ledger's tables.
 
     Parameters
     ----------
@@ -229,6 +251,10 @@ class Ledger:
     def __init__(self, path: str | os.PathLike, *, readonly: bool = False):
         self.path = Path(os.fspath(path))
         self.readonly = readonly
+        if self.path.is_symlink():  # a dangling one too: SQLite created its target
+            raise ParameterError(f"{_chosen_by(self.path)}: {str(self.path)!r} is a symbolic "
+                                 "link; veil never writes through a link: give the ledger "
+                                 "file itself")
         if readonly:
             uri = self.path.resolve().as_uri() + "?mode=ro"
             self._con = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
@@ -237,6 +263,10 @@ class Ledger:
                 raise ParameterError(f"--ledger: {str(self.path)!r} is a folder; give a file")
             parent = self.path.parent
             if not parent.exists():
+                if not _is_home_ledger(self.path):  # a typo in --ledger made a folder tree
+                    raise ParameterError(f"{_chosen_by(self.path)}: folder {str(parent)!r} "
+                                         "does not exist; create it first (veil creates only "
+                                         "the home ledger's folder)")
                 parent.mkdir(parents=True, mode=0o700)
             new = not self.path.exists()
             self._con = sqlite3.connect(self.path, timeout=30, isolation_level=None)
@@ -245,6 +275,8 @@ class Ledger:
                     os.chmod(self.path, 0o600)
         self._con.row_factory = sqlite3.Row
         try:
+            # before the first write (journal_mode = WAL writes the file's header)
+            self._refuse_foreign()
             if not readonly:
                 # WAL: one fsync per transaction, readers never block the writer
                 self._con.execute("PRAGMA journal_mode = WAL")
@@ -253,6 +285,9 @@ class Ledger:
                                          ).fetchone() or self._half_created():
                     self._init_schema()
             self._check_schema()
+        except DataError:
+            self._con.close()
+            raise
         except sqlite3.OperationalError as exc:  # I/O: a full disk, a size limit, read-only
             self._con.close()
             raise OSError(f"cannot write the privacy ledger {str(self.path)!r}: {exc} (a full "
@@ -263,6 +298,33 @@ class Ledger:
             raise DataError(f"is not a veil privacy ledger ({exc}); an older veil kept a JSON "
                             "ledger: move it away (its releases are not carried over) or pass "
                             "another --ledger", path=str(self.path)) from None
+
+    def _refuse_foreign(self) -> None:
+        """Refuse an SQLite database that holds anything but a veil ledger's own tables and
+        indexes (with their columns): ``--ledger app.db`` added veil's tables to an
+        application's database and switched it to WAL mode. An empty file, a veil ledger and
+        a half-created one pass."""
+        own = _own_schema()
+        odd: dict[str, list[str]] = {}
+        for kind, name in self._con.execute("SELECT type, name FROM sqlite_master "
+                                            "ORDER BY rowid").fetchall():
+            if name.startswith("sqlite_"):  # SQLite's own (autoindexes, statistics)
+                continue
+            if own.get(name, ("", ()))[0] != kind:
+                odd.setdefault(kind, []).append(name)
+            elif kind == "table":
+                cols = tuple(r[1] for r in self._con.execute(
+                    "SELECT * FROM pragma_table_info(?)", (name,)).fetchall())
+                if cols != own[name][1]:
+                    raise DataError(f"is an SQLite database that is not a veil ledger (its "
+                                    f"table {name!r} has columns {', '.join(cols)}, not "
+                                    f"veil's); pass another --ledger (a new file or a veil "
+                                    f"ledger); nothing was changed", path=str(self.path))
+        if odd:
+            held = "; ".join(f"{kind}s: {', '.join(names)}" for kind, names in odd.items())
+            raise DataError(f"is an SQLite database that is not a veil ledger (it holds "
+                            f"{held}); pass another --ledger (a new file or a veil ledger); "
+                            "nothing was changed", path=str(self.path))
 
     # ------------------------------------------------------------------ plumbing
     def close(self) -> None:
@@ -703,6 +765,17 @@ class Ledger:
         return [Path(r[0]) for r in self._con.execute("SELECT path FROM ledgers ORDER BY 1")]
 
 
+@functools.cache
+def _own_schema() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """A veil ledger's objects: name -> (type, the columns of a table), from its DDL."""
+    with contextlib.closing(sqlite3.connect(":memory:")) as mem:
+        mem.executescript(Ledger._DDL)
+        return {name: (kind, tuple(r[1] for r in mem.execute(
+                    "SELECT * FROM pragma_table_info(?)", (name,)).fetchall()))
+                for kind, name in mem.execute("SELECT type, name FROM sqlite_master "
+                                              "WHERE name NOT LIKE 'sqlite%'").fetchall()}
+
+
 def open_ledger(option: str | os.PathLike | None = None) -> Ledger:
     """Open the ledger a command uses (see :func:`ledger_path`)."""
     return Ledger(ledger_path(option))
@@ -729,7 +802,7 @@ def check_other_ledgers(ident: DatasetIdentity, read: Sequence[str] | None, curr
         seen.add(key)
         try:
             other = Ledger(p, readonly=True)
-        except (DataError, sqlite3.Error, OSError) as exc:  # was skipped silently
+        except (DataError, ParameterError, sqlite3.Error, OSError) as exc:  # was skipped silently
             import warnings
 
             from .errors import PrivacyWarning
@@ -750,6 +823,10 @@ def check_other_ledgers(ident: DatasetIdentity, read: Sequence[str] | None, curr
                     f"({spent}); a release charged to {current} would start it from zero. "
                     f"Use --ledger {p} (one dataset, one ledger)")
     if not _same_path(current, home):
+        # opened first: a ledger refused (a link, a missing folder, a foreign database) is
+        # never registered in the home ledger
+        with contextlib.closing(Ledger(current)):
+            pass
         with contextlib.closing(Ledger(home)) as h:
             h.register(current)
 

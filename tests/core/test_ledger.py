@@ -19,6 +19,7 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 @pytest.fixture
 def led(tmp_path):
+    (tmp_path / "state").mkdir()  # only the home ledger's folder is created by veil
     with Ledger(tmp_path / "state" / "ledger.sqlite") as ledger:
         yield ledger
 
@@ -45,10 +46,13 @@ def test_the_ledger_is_private_and_in_the_state_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("VEIL_LEDGER", str(tmp_path / "env.sqlite"))
     assert ledger_path() == tmp_path / "env.sqlite"
     assert ledger_path(tmp_path / "opt.sqlite") == tmp_path / "opt.sqlite"
-    with Ledger(tmp_path / "new" / "l.sqlite"):
+    monkeypatch.setenv("VEIL_HOME", str(tmp_path / "new"))
+    with Ledger(default_ledger_path()):  # the home ledger's folder is created, private
         pass
     assert stat.S_IMODE((tmp_path / "new").stat().st_mode) == 0o700
-    assert stat.S_IMODE((tmp_path / "new" / "l.sqlite").stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "new" / "ledger.sqlite").stat().st_mode) == 0o600
+    with pytest.raises(ParameterError, match="folder .* does not exist"):
+        Ledger(tmp_path / "other" / "l.sqlite")  # any other ledger's folder must exist
 
 
 def test_first_release_free_then_total_and_spend_again(led):

@@ -66,8 +66,9 @@ SPEND_AGAIN = typer.Option(
 LEDGER = typer.Option(
     None, "--ledger",
     help="Privacy ledger file. Default: $VEIL_LEDGER, else $VEIL_HOME/ledger.sqlite "
-         "(VEIL_HOME defaults to ~/.local/share/veil). Refused if the dataset's budget is "
-         "recorded in another ledger.")
+         "(VEIL_HOME defaults to ~/.local/share/veil). Its folder must exist (the home "
+         "ledger's is created); a symbolic link or an SQLite file that is not a veil ledger "
+         "is refused. Refused if the dataset's budget is recorded in another ledger.")
 
 __all__ = [
     "QUIET", "JSON", "quiet", "json_mode", "status", "say", "done", "answer",
