@@ -211,7 +211,8 @@ def _batch_interrupted(d: Path) -> list[str]:
     assert res.code == 0, res.err
     shutil.rmtree(d / "job")
     (d / ".job.veil-work").mkdir(mode=0o700)
-    (d / ".job.veil-work" / "state.json").write_text("{}")
+    (d / ".job.veil-work" / "veil-work-folder").write_text("")  # veil's mark: its own folder
+    (d / ".job.veil-work" / "job.json").write_text("{}")
     return []
 
 

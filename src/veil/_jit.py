@@ -34,10 +34,43 @@ def call(kernel, *args):
     >>> call(lambda a, b: a + b, 2, 3)
     5
     """
-    for _ in range(ATTEMPTS - 1):
-        try:
-            return kernel(*args)
-        except OSError as exc:
-            _log.debug("numba could not write its compile cache (%s); the kernel %s runs "
-                       "compiled in memory", exc, getattr(kernel, "__name__", kernel))
-    return kernel(*args)
+    try:
+        for _ in range(ATTEMPTS - 1):
+            try:
+                return kernel(*args)
+            except OSError as exc:
+                _log.debug("numba could not write its compile cache (%s); the kernel %s runs "
+                           "compiled in memory", exc, getattr(kernel, "__name__", kernel))
+        return kernel(*args)
+    except SystemError as exc:
+        raise interruption_of(exc) or exc
+
+
+def interruption_of(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C (or SIGTERM, raised as a KeyboardInterrupt) behind ``exc``, if any.
+
+    A signal landing while a compiled kernel runs comes back from numba as ``SystemError:
+    CPUDispatcher(...) returned a result with an exception set``, the KeyboardInterrupt as its
+    cause: ``veil`` said "internal error" (exit 1) instead of "interrupted" (130).
+
+    Examples
+    --------
+    >>> try:
+    ...     try:
+    ...         raise KeyboardInterrupt
+    ...     except KeyboardInterrupt as k:
+    ...         raise SystemError("returned a result with an exception set") from k
+    ... except SystemError as e:
+    ...     type(interruption_of(e)).__name__
+    'KeyboardInterrupt'
+    >>> interruption_of(SystemError("other")) is None
+    True
+    """
+    seen = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, KeyboardInterrupt):
+            return cur
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return None

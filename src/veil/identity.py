@@ -49,6 +49,7 @@ import dataclasses
 import hashlib
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -214,17 +215,27 @@ def _identity_connection():
         con.close()
 
 
-def _identity_sql(con, source: str, what: str, kind: str | None = None) -> DatasetIdentity:
+def _identity_sql(con, source: str, what: str, kind: str | None = None,
+                  error: Callable[[Exception], Exception] | None = None) -> DatasetIdentity:
+    """The identity of the rows of ``source`` (SQL); ``error`` turns a DuckDB error met
+    reading them into veil's (default: a one-line DataError naming ``what``). A message
+    never quotes DuckDB's whole error: its CSV errors hold a row of the file."""
     import duckdb
 
+    from .io.read import _duck_detail
+
     as_kind = f" as {kind}" if kind else ""
+
+    def failed(exc: Exception) -> Exception:
+        if error is not None:
+            return error(exc)
+        return DataError(f"cannot read it{as_kind} to compute its identity: "
+                         f"{_duck_detail(str(exc)) or type(exc).__name__}", path=what)
 
     try:
         described = con.sql(f"DESCRIBE SELECT * FROM {source}").fetchall()
     except duckdb.Error as exc:
-        raise DataError(f"cannot read it{as_kind} to compute its identity: "
-                        f"{' '.join(str(exc).split())}",
-                        path=what) from None
+        raise failed(exc) from None
     cols = [r[0] for r in described]
     k = len(cols)
     # per row, streaming: the sum over rows of the MD5 of each normalized value equals the
@@ -249,12 +260,10 @@ def _identity_sql(con, source: str, what: str, kind: str | None = None) -> Datas
             got = ()
     except duckdb.OutOfMemoryException as exc:
         raise ResourceError(f"file {what}: DuckDB ran out of memory computing its identity "
-                            f"(limit {IDENTITY_MEMORY_LIMIT}): {' '.join(str(exc).split())}"
+                            f"(limit {IDENTITY_MEMORY_LIMIT}): {_duck_detail(str(exc))}"
                             ) from None
     except duckdb.Error as exc:
-        raise DataError(f"cannot read it{as_kind} to compute its identity: "
-                        f"{' '.join(str(exc).split())}",
-                        path=what) from None
+        raise failed(exc) from None
     prints = []
     for i, c in enumerate(cols):
         total, same = got[2 * i], got[2 * i + 1]
@@ -289,7 +298,7 @@ def identity_of_file(path: str | os.PathLike, *, format: str | None = None,
     >>> identity_of_file(d / "a.csv").id
     '85a84290d1da2bf5d0203b184cae9f8d'
     """
-    from .io.read import _check_file, _source_sql, detect_format
+    from .io.read import _check_file, _duck_error, _source_sql, detect_format
 
     p = Path(os.fspath(path))
     fmt = detect_format(p, format)
@@ -308,7 +317,8 @@ def identity_of_file(path: str | os.PathLike, *, format: str | None = None,
             src = (f"(SELECT * FROM {src}) AS __named("
                    + ", ".join(f"c{i}" for i in range(len(exact))) + ")")
         ident = _identity_sql(con, src, str(p), {"csv": "CSV", "parquet": "Parquet",
-                                                 "json": "JSON"}.get(fmt, fmt))
+                                                 "json": "JSON"}.get(fmt, fmt),
+                              error=lambda exc: _duck_error(exc, p, fmt, delimiter, header))
     if exact is None:
         return ident
     named = {f"c{i}": n for i, n in enumerate(exact)}
@@ -329,16 +339,25 @@ def identity_of_files(paths: list[str | os.PathLike]) -> DatasetIdentity:
     kinds = {Path(f).suffix.lower() for f in files}
     lst = sql.paths(files)
     if kinds <= {".parquet", ".pq"}:
-        src = sql.read_parquet(lst, "union_by_name = true")
+        src, fmt = sql.read_parquet(lst, "union_by_name = true"), "parquet"
     elif kinds <= {".csv", ".tsv", ".txt"}:
-        src = f"read_csv({lst}, header = true, all_varchar = true)"
+        src, fmt = f"read_csv({lst}, header = true, all_varchar = true)", "csv"
     elif kinds <= {".json", ".jsonl", ".ndjson"}:
-        src = f"read_json_auto({lst})"
+        src, fmt = f"read_json_auto({lst})", "json"
     else:
         raise DataError(f"cannot mix or read input kinds {sorted(kinds)}; use CSV, Parquet or "
                         "JSON", path=files[0])
+
+    def error(exc: Exception) -> Exception:
+        from .io.read import _duck_error
+
+        # the file DuckDB names (its CSV errors say "file = PATH"), else the first one
+        named = [f for f in files if f in str(exc)]
+        at_fault = max(named, key=len) if named else files[0]
+        return _duck_error(exc, Path(at_fault), fmt, None, True)  # the dialect is detected
+
     with _identity_connection() as con:
-        return _identity_sql(con, src, files[0])
+        return _identity_sql(con, src, files[0], error=error)
 
 
 def identity_of_table(table: Any, *, label: str = "table") -> DatasetIdentity:

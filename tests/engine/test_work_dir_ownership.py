@@ -164,3 +164,18 @@ def test_output_inside_a_linked_folder_is_written_in_the_links_target(tmp_path, 
     code, _, err = run(counts(tmp_path, tmp_path / "ln" / "out"), capsys)
     assert code == 0, err
     assert (tmp_path / "real" / "out" / "_manifest.json").is_file()
+
+
+def test_a_read_error_never_quotes_the_inputs_rows(tmp_path, capsys):
+    """DuckDB's whole message reached the user: ``Original Line: u1,Bar Invalid unicode ...``
+    and the reader's settings, quoting a row of the private input (and a 32 MB field whole).
+    The batch commands now say what veil's readers say: the file, the row, no content."""
+    src = tmp_path / "b.csv"
+    src.write_bytes(b"user,category\nu1,Bar\nsecret-person-42,Caf\xe9 Secret Street 12\nu3,Bar\n")
+    code, _, err = run(["batch", "counts", src, "-o", tmp_path / "o", "--categories", "Bar",
+                        "-e", "1", "--quiet"], capsys)
+    assert code == 2, err
+    assert "row 2" in err and "not UTF-8" in err, err
+    for private in ("u1", "secret", "Street", "Original Line"):
+        assert private not in err, err
+    assert len(err.strip().splitlines()) == 1

@@ -91,5 +91,7 @@ def test_a_bad_row_past_duckdbs_sample_is_a_named_error_not_an_internal_one(tmp_
         res = run_veil([*argv, "-o", "out.csv"], tmp_path)
         lines = res.err.strip().splitlines()
         assert res.code == 2 and len(lines) == 1, res.err
-        assert lines[0].startswith("veil: error: file c.csv") and "30002" in lines[0], lines[0]
+        # data row 30001 (line 30002 of the file: the header is not counted)
+        assert lines[0].startswith("veil: error: file c.csv, row 30001: has 3 field(s)"), \
+            lines[0]
         assert not (tmp_path / "out.csv").exists()

@@ -398,3 +398,35 @@ def test_a_ledger_write_that_fails_half_way_names_the_ledger(tmp_path):
     assert res.returncode == 2, res.stderr
     assert "cannot write the privacy ledger" in res.stderr and "ledger.sqlite" in res.stderr
     assert not (tmp_path / "o.csv").exists()
+
+
+@pytest.mark.parametrize("sig,code,last", [(signal.SIGINT, 130, "veil: interrupted"),
+                                           (signal.SIGTERM, 143, "veil: terminated")],
+                         ids=["SIGINT", "SIGTERM"])
+def test_a_signal_between_the_renames_leaves_both_files_or_neither(tmp_path, monkeypatch, sig,
+                                                                   code, last):
+    """Ctrl-C (or SIGTERM) landing just after the data file's rename, before atomic_paths noted
+    it, published the data file without its sidecar, and the ledger charged the run (an outside
+    probe held the rename with strace). The signals are now held during the renames and raised
+    after the last one, where the clean-up removes the set: neither file, nothing charged."""
+    import veil.io.write as write
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("VEIL_HOME", str(home))
+    (tmp_path / "h.csv").write_text("count\n1\n2\n3\n")
+    real_replace = os.replace
+    sent = []
+
+    def replace_then_signal(src, dst, *a, **k):
+        real_replace(src, dst, *a, **k)
+        if os.path.basename(os.fspath(dst)) == "o.csv" and not sent:
+            sent.append(dst)
+            os.kill(os.getpid(), sig)  # the handler runs at Python's next check: right here
+
+    monkeypatch.setattr(write.os, "replace", replace_then_signal)
+    res = run_veil(["noise", "counts", "h.csv", "-c", "count", "-e", "1", "-o", "o.csv"],
+                   tmp_path)
+    assert sent, "the data file was never renamed"
+    assert res.code == code and res.err.strip().splitlines()[-1:] == [last], res.err
+    assert [n for n in listing(tmp_path) if not n.startswith("home")] == ["h.csv"]
+    assert set(_ledger_states(home)) <= {"released"}, _ledger_states(home)  # none spent

@@ -313,12 +313,24 @@ def main(argv: list[str] | None = None) -> None:
         if isinstance(exc, VeilError | ValueError | OSError):
             typer.echo(f"veil: error: {_one_line(exc)}", err=True)
             raise SystemExit(2) from None
+        from .._jit import interruption_of
+
+        stop = interruption_of(exc)  # e.g. a compiled kernel's SystemError around a Ctrl-C
+        if stop is not None:
+            name, code = ("terminated", 143) if _STATE.get("terminated") else ("interrupted", 130)
+            typer.echo(f"veil: {name}", err=True)
+            raise SystemExit(code) from None
         if type(exc).__name__ == "RuntimeError" and str(exc).startswith("Query interrupted"):
             # DuckDB's answer to Ctrl-C inside a query (the ledger and the outputs were
             # cleaned up on the way out, as for any interruption)
             typer.echo("veil: interrupted", err=True)
             raise SystemExit(130) from None
-        typer.echo(f"veil: internal error: {type(exc).__name__}: {_one_line(exc)} "
+        text = _one_line(exc)
+        if type(exc).__module__ in ("duckdb", "_duckdb"):  # its messages quote rows of the data
+            from ..io.read import _duck_detail
+
+            text = _duck_detail(str(exc))
+        typer.echo(f"veil: internal error: {type(exc).__name__}: {text} "
                    f"(rerun with --debug)", err=True)
         raise SystemExit(1) from None
     finally:

@@ -380,12 +380,14 @@ def _per_user_targets(path, users, domain, tax, depth, user_column, category_col
     from ..io import sql
     from ..io.read import shared_sql
 
+    from ..io.read import duckdb_read_error
+    from ..visits.io import _not_a_number
+
     try:
         cols = shared_sql(f"SELECT * FROM read_csv({sql.path(path)}, header=true) LIMIT 0"
                           ).columns
-    except duckdb.Error as exc:
-        raise DataError(f"cannot read the per-user targets: {str(exc).splitlines()[0]}",
-                        path=str(path)) from None
+    except duckdb.Error as exc:  # DuckDB's own message quotes a row of the file
+        raise duckdb_read_error(exc, path) from None
     low = {c.lower(): c for c in cols}
     val = next((low[c] for c in ("count", "weight", "value", "probability", "visits")
                 if c in low), None)
@@ -399,8 +401,8 @@ def _per_user_targets(path, users, domain, tax, depth, user_column, category_col
             f"CAST({sql.ident(category_column)} AS VARCHAR), sum(CAST({sql.ident(val)} AS "
             f"DOUBLE)) FROM read_csv({sql.path(path)}, header=true) GROUP BY 1, 2").fetchall()
     except duckdb.Error as exc:
-        raise DataError(f"cannot read the per-user targets: {str(exc).splitlines()[0]}",
-                        path=str(path)) from None
+        raise _not_a_number(f"read_csv({sql.path(path)}, header=true)", val, Path(path)) or \
+            duckdb_read_error(exc, path) from None
     upos = {u: i for i, u in enumerate(users)}
     labels = _canon([r[1] for r in rows], tax, depth, "--target")
     cpos = _positions(labels, domain, "--target", source, path)
@@ -649,7 +651,8 @@ def _run_checked(problem: str, input_path: Path, *, output, report, sensitive, c
     data: Any = public
     if out_fmt != "json":
         names = labels if labels is not None else [str(i) for i in range(res.histogram.size)]
-        data = {"__table__": {"category": np.asarray(names, dtype=str),
+        # Python strings, not numpy text (which drops a trailing NUL: "Gym\0" became "Gym")
+        data = {"__table__": {"category": [str(n) for n in names],
                               "sanitized": res.histogram.astype(np.int64)},
                 "__format__": out_fmt}
     items = [(output, data), (side, meta)]

@@ -279,7 +279,16 @@ def _duckdb_error(exc: BaseException, what: str, path: str) -> BaseException:
     if fsutil.no_space(exc):
         return OSError(errno.ENOSPC, f"no space left on device while {what}; free space and "
                                      "rerun the same command", path)
-    return DataError(f"cannot read input while {what}: {' '.join(str(exc).split())}", path=path)
+    from ..io.read import _duck_detail, duckdb_read_error
+
+    # DuckDB's message quotes the row it failed on ("Original Line: ...") and a value whole:
+    # veil's reading errors (a file that is not UTF-8, a line too long) or the message's first
+    # line with values cut (the raw rows are what the job protects)
+    if Path(path).suffix.lower() in (".csv", ".tsv", ".txt"):
+        err = duckdb_read_error(exc, path)
+        if isinstance(err, DataError) and ("UTF-8" in str(err) or "longer than" in str(err)):
+            return err
+    return DataError(f"cannot read input while {what}: {_duck_detail(str(exc))}", path=path)
 
 
 def inspect_input(job: Job, task, params: dict[str, Any], con) -> Plan:

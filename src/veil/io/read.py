@@ -223,19 +223,34 @@ def _first_ragged_row(path: Path, delimiter: str, header: bool) -> tuple[int | N
     return None
 
 
-def _duck_error(exc: Exception, path: Path, fmt: str, delimiter: str,
+def _duck_detail(msg: str, limit: int = 200) -> str:
+    """What may be shown of a DuckDB message: its first line without the error class, a
+    quoted value cut to 40 characters (as :func:`_raw_value` shows a cell), at most ``limit``
+    characters. DuckDB's CSV errors quote the row they failed on ("Original Line: ...") and
+    list the reader's settings on the lines that follow; a conversion error quotes the value
+    whole (a 32 MB field made a 32 MB message)."""
+    first = msg.strip().splitlines()[0] if msg.strip() else ""
+    first = re.sub(r"^[A-Za-z ]*Error:\s*", "", first)
+    first = re.sub(r"'([^']{40})[^']+'", lambda m: f"'{m.group(1)[:37]}...'", first)
+    return first if len(first) <= limit else first[:limit - 3] + "..."
+
+
+def _duck_error(exc: Exception, path: Path, fmt: str, delimiter: str | None,
                 header: bool) -> DataError | ResourceError:
     """Turn a DuckDB reading error into a DataError with the file and, if known, the row
-    (a DuckDB out-of-memory error becomes a :class:`ResourceError`, not a bad file)."""
+    (a DuckDB out-of-memory error becomes a :class:`ResourceError`, not a bad file).
+
+    The message never quotes the file's rows (see :func:`_duck_detail`). ``delimiter`` is
+    ``None`` for a CSV file read with DuckDB's dialect detection.
+    """
     msg = str(exc)
     spath = str(path)
     if type(exc).__name__ == "OutOfMemoryException":
-        first = msg.strip().splitlines()[0] if msg.strip() else type(exc).__name__
-        first = re.sub(r"^[A-Za-z ]*Error:\s*", "", first)
         return ResourceError(f"file {spath}: DuckDB ran out of memory while processing it "
-                             f"({first}); the file itself was not found faulty. Raise DuckDB's "
-                             f"memory limit (--memory-limit, where the command has it) or free "
-                             f"memory on this machine")
+                             f"({_duck_detail(msg) or type(exc).__name__}); the file itself "
+                             f"was not found faulty. Raise DuckDB's memory limit "
+                             f"(--memory-limit, where the command has it) or free memory on "
+                             f"this machine")
     if fmt == "csv":
         if "invalid unicode" in msg.lower():
             m = re.search(r"Line:\s*(\d+)", msg)
@@ -245,23 +260,62 @@ def _duck_error(exc: Exception, path: Path, fmt: str, delimiter: str,
             return DataError("is not UTF-8 encoded text (garbled or binary file?); "
                              "re-save it as UTF-8 CSV", path=spath,
                              row=row if row and row > 0 else None)
+        m = re.search(r"Maximum line size of (\d+) bytes exceeded", msg)
+        if m:  # DuckDB's line number is wrong here (line 1 for any line): none is given
+            return DataError(f"a line is longer than {int(m.group(1)):,} bytes, the CSV "
+                             "reader's limit (a huge field, or a quote that is never "
+                             "closed?)", path=spath)
         m = re.search(r"Line:\s*(\d+).*?Expected Number of Columns:\s*(\d+)\s*Found:\s*(\d+)",
                       msg, re.S)
+        how = "the delimiter and quoting" if delimiter is None else \
+            f"the delimiter {delimiter!r} and quoting"
         if m:
             line, want, got = (int(g) for g in m.groups())
-            return DataError(f"has {got} field(s) but the header has {want}; check the "
-                             f"delimiter {delimiter!r} and quoting", path=spath,
-                             row=line - (1 if header else 0))
-        detail = _first_ragged_row(path, delimiter, header)
+            return DataError(f"has {got} field(s) but the header has {want}; check {how}",
+                             path=spath, row=line - (1 if header else 0))
+        detail = None if delimiter is None else _first_ragged_row(path, delimiter, header)
         if detail is not None:
             return DataError(detail[1], path=spath, row=detail[0])
-        first = msg.strip().splitlines()[0] if msg.strip() else type(exc).__name__
-        return DataError(f"cannot be read as CSV (delimiter {delimiter!r}): {first}", path=spath)
-    first = msg.strip().splitlines()[0] if msg.strip() else type(exc).__name__
-    first = re.sub(r"^[A-Za-z ]*Error:\s*", "", first)
+        dialect = "" if delimiter is None else f" (delimiter {delimiter!r})"
+        return DataError(f"cannot be read as CSV{dialect}: "
+                         f"{_duck_detail(msg) or type(exc).__name__}", path=spath)
     label = {"parquet": "Parquet", "json": "JSON"}[fmt]
-    return DataError(f"cannot be read as {label} (corrupt or not a {label} file?): {first}",
-                     path=spath)
+    return DataError(f"cannot be read as {label} (corrupt or not a {label} file?): "
+                     f"{_duck_detail(msg) or type(exc).__name__}", path=spath)
+
+
+def duckdb_read_error(exc: Exception, path: str | os.PathLike, *, format: str = "csv",
+                      delimiter: str | None = None,
+                      header: bool = True) -> DataError | ResourceError:
+    """A DuckDB error met reading ``path`` as veil's one-line error: the file, the row when
+    DuckDB gives it, the problem in veil's words, never the file's content.
+
+    Parameters
+    ----------
+    exc : duckdb.Error
+        The error.
+    path : str or path-like
+        The file that was read.
+    format : str
+        ``'csv'``, ``'parquet'`` or ``'json'``.
+    delimiter : str, optional
+        The CSV delimiter; ``None`` when DuckDB detected it.
+    header : bool
+        Whether the CSV file has a header line (rows are counted after it).
+
+    Examples
+    --------
+    >>> import duckdb, tempfile, pathlib
+    >>> from veil.io import sql
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "p.csv"
+    >>> _ = f.write_bytes(b"name,city\\nAda,Paris\\nBo,Caf\\xe9\\n")
+    >>> try:
+    ...     duckdb.sql(f"SELECT * FROM read_csv({sql.path(f)}, header=true)").fetchall()
+    ... except duckdb.Error as exc:
+    ...     print(duckdb_read_error(exc, f.name))
+    file p.csv, row 2: is not UTF-8 encoded text (garbled or binary file?); re-save it as UTF-8 CSV
+    """
+    return _duck_error(exc, Path(os.fspath(path)), format, delimiter, header)
 
 
 def _source_sql(path: Path, fmt: str, *, delimiter: str, header: bool,

@@ -301,15 +301,18 @@ def atomic_paths(*targets: str | os.PathLike) -> Iterator[list[Path]]:
     finally:
         if token is not None:
             _OWN_TEMPS.reset(token)
-    done: list[Path] = []
     try:
         for tmp, final in zip(temps, finals, strict=True):
             if os.path.islink(final):  # planted while we were writing
                 raise ParameterError(f"output: {str(final)!r} became a symbolic link while "
                                      "veil was writing; nothing was written through it")
             os.replace(tmp, final)
-            done.append(final)
     except BaseException:
+        # what was renamed is read from the disk, not from a list kept beside the renames: a
+        # Ctrl-C or SIGTERM landing between a rename and its bookkeeping published the data
+        # file without its sidecar, and the ledger charged the run (an outside probe held the
+        # rename with strace); a temporary file that is gone was renamed over its target
+        done = [final for tmp, final in zip(temps, finals) if not os.path.lexists(tmp)]
         for tmp in temps:
             _unlink_quietly(tmp)
         # once one target was replaced the set is broken: the new files are removed, and so
@@ -393,13 +396,27 @@ def to_arrow(data: Any, *, name: str = "value") -> pa.Table:
             elif len(arr) != length:
                 raise ParameterError(f"column {key!r} has {len(arr)} values, "
                                      f"the first column has {length}")
-            cols[str(key)] = arr
+            cols[str(key)] = _exact_text(col, arr)
         return pa.table(cols)
     arr = np.asarray(data)
     if arr.ndim != 1:
         raise ParameterError(f"a value to write as a table must be one-dimensional or a dict of "
                              f"columns, got shape {arr.shape}")
-    return pa.table({name: arr})
+    return pa.table({name: _exact_text(data, arr)})
+
+
+def _exact_text(col: Any, arr: Any) -> Any:
+    """``arr`` (``np.asarray(col)``), with text as Arrow strings holding every character.
+
+    Arrow's conversion of numpy's fixed-width text (``<U``) cut each value at its first NUL
+    (``'Den\\x00tist'`` was written ``Den``), and ``np.asarray`` of a list drops trailing
+    NULs: such a column is converted from Python strings (from ``col`` itself when it is not
+    a numpy array).
+    """
+    if not isinstance(arr, np.ndarray) or arr.dtype.kind != "U":
+        return arr
+    values = arr.tolist() if isinstance(col, np.ndarray) else [str(v) for v in col]
+    return pa.array(values, type=pa.string())
 
 
 #: USE_TMP_FILE false: COPY writes into veil's own temporary file (DuckDB's default wrote a

@@ -72,6 +72,22 @@ def _reader(path: str, fmt: str | None, delimiter: str | None = None) -> str:
     return f"read_csv({lit}, header=true, all_varchar=true)"
 
 
+def _read_error(exc: Exception, p: Path, fmt: str | None, delimiter: str | None,
+                in_memory: bool) -> Exception:
+    """A DuckDB error reading the check-ins (read by :func:`_reader`) as veil's one-line
+    error: DuckDB's own message quotes a row of the file."""
+    from ..io.read import _duck_detail, duckdb_read_error
+
+    if in_memory:
+        return DataError(f"cannot read check-ins: {_duck_detail(str(exc))}", path=str(p))
+    ext = (fmt or p.suffix.lstrip(".")).lower()
+    kind = "parquet" if ext == "parquet" else "json" if ext in ("json", "ndjson", "jsonl") \
+        else "csv"
+    if delimiter is None and ext in ("tsv", "txt"):
+        delimiter = "\t"
+    return duckdb_read_error(exc, p, format=kind, delimiter=delimiter)
+
+
 def load_checkins(path: Any, *, user_column: str = "user",
                   category_column: str = "category", categories: Sequence[str] | None = None,
                   fmt: str | None = None, delimiter: str | None = None) -> UserHistograms:
@@ -137,8 +153,8 @@ def load_checkins(path: Any, *, user_column: str = "user",
     try:
         rel = con.sql(f"SELECT * FROM {src}")
         cols = rel.columns
-    except duckdb.Error as exc:
-        raise DataError(f"cannot read check-ins: {str(exc).splitlines()[0]}", path=str(p)) from None
+    except duckdb.Error as exc:  # DuckDB's own message quotes a row of the file
+        raise _read_error(exc, p, fmt, delimiter, in_memory) from None
     for col, opt in ((user_column, "user column"), (category_column, "category column")):
         if col not in cols:
             import difflib
@@ -157,8 +173,7 @@ def load_checkins(path: Any, *, user_column: str = "user",
         rows = con.sql(f"SELECT CAST({u} AS VARCHAR) AS u, CAST({c} AS VARCHAR) AS c, count(*) "
                        f"AS n FROM {src} GROUP BY 1, 2 ORDER BY 1, 2").fetchnumpy()
     except duckdb.Error as exc:
-        raise DataError(f"cannot read check-ins: {str(exc).splitlines()[0]}",
-                        path=str(p)) from None
+        raise _read_error(exc, p, fmt, delimiter, in_memory) from None
     finally:
         con.close()
     users_col = np.asarray(rows["u"], dtype=object)
@@ -174,7 +189,9 @@ def load_checkins(path: Any, *, user_column: str = "user",
                             f"{extra[:3]}", path=str(p), column=category_column)
     pos = {nm: i for i, nm in enumerate(domain)}
     cat = np.fromiter((pos[x] for x in cats_col), dtype=np.int64, count=cats_col.size)
-    users, starts = np.unique(users_col.astype(str), return_index=True)
+    # object, not numpy text: '<U' drops a trailing NUL ("u1" and "u1\0", two people, were
+    # one histogram)
+    users, starts = np.unique(users_col, return_index=True)
     offsets = np.append(starts, users_col.size).astype(np.int64)
     return UserHistograms(users=users, categories=domain, offsets=offsets, cat=cat, count=counts,
                           source=None if in_memory else str(p))
@@ -279,8 +296,9 @@ def _full_domain_table(users: np.ndarray, cats: np.ndarray, rows: np.ndarray,
                        out: np.ndarray) -> dict[str, np.ndarray]:
     """Long table over the whole domain for the users ``rows`` (sanitized ``out[rows]``)."""
     nc = cats.size
-    return {"user": np.repeat(users[rows], nc).astype(str),
-            "category": np.tile(cats, rows.size).astype(str),
+    # object arrays of Python strings: numpy text would drop a trailing NUL
+    return {"user": np.repeat(np.asarray(users, dtype=object)[rows], nc),
+            "category": np.tile(np.asarray(cats, dtype=object), rows.size),
             "sanitized": out[rows].reshape(-1).astype(np.int64)}
 
 
@@ -317,7 +335,7 @@ def _hide_buckets(hists: UserHistograms, sensitive, bucket: int, distance: str =
              for k in ("user", "category", "sanitized")}
     if not parts:
         table["sanitized"] = np.zeros(0, dtype=np.int64)
-    summary = {"user": hists.users.astype(str)}
+    summary = {"user": hists.users.astype(object)}
     for k, v in sm.items():
         summary[k] = np.concatenate(v) if v else np.zeros(0)
     summary["privacy_distance"] = np.full(nu, np.nan)
@@ -417,7 +435,7 @@ def sanitize_users(hists: UserHistograms, *, problem: str, sensitive: np.ndarray
             progress(u + 1, nu)
     table = _full_domain_table(hists.users, cats, np.flatnonzero(ok), out)
     summary = {k: np.asarray(v) for k, v in sm.items()}
-    summary["user"] = summary["user"].astype(str)
+    summary["user"] = np.array(sm["user"], dtype=object)  # numpy text drops a trailing NUL
     return BatchResult(table=table, summary=summary, runtime_s=time.perf_counter() - t0)
 
 

@@ -64,14 +64,14 @@ def read_profile(path: str | Path, *, what: str = "histogram", delimiter: str | 
         return labels, _checked(labels, np.asarray(vals, dtype=np.float64), what, p)
     import duckdb
 
-    from ..io.read import shared_sql
+    from ..io.read import duckdb_read_error, shared_sql
 
     lit = sql.path(p)
     try:
         rel = shared_sql(f"SELECT * FROM {_csv(lit, delimiter)}")
         cols = rel.columns
-    except duckdb.Error as exc:
-        raise DataError(f"cannot read {what}: {str(exc).splitlines()[0]}", path=str(p)) from None
+    except duckdb.Error as exc:  # DuckDB's own message quotes a row of the file
+        raise duckdb_read_error(exc, p, delimiter=delimiter) from None
     low = {c.lower(): c for c in cols}
     cat = next((low[c] for c in ("category", "name", "label", "place") if c in low), None)
     val = next((low[c] for c in _VALUE_COLS if c in low), None)
@@ -83,14 +83,38 @@ def read_profile(path: str | Path, *, what: str = "histogram", delimiter: str | 
                           f"AS v, count(*) FILTER (WHERE {sql.ident(val)} IS NULL) AS nn FROM "
                           f"{_csv(lit, delimiter)} GROUP BY 1 ORDER BY 1").fetchall()
     except duckdb.Error as exc:
-        raise DataError(f"column {val!r} must be numeric: {str(exc).splitlines()[0]}",
-                        path=str(p), column=val) from None
+        raise _not_a_number(_csv(lit, delimiter), val, p) or \
+            duckdb_read_error(exc, p, delimiter=delimiter) from None
     if any(r[0] is None for r in rows):
         raise DataError("empty category name", path=str(p), column=cat)
     if any(r[2] for r in rows):
         raise DataError("empty value", path=str(p), column=val)
     labels = [r[0] for r in rows]
     return labels, _checked(labels, np.asarray([r[1] for r in rows], dtype=np.float64), what, p)
+
+
+def _not_a_number(reader: str, val: str, p: Path) -> DataError | None:
+    """The first row whose ``val`` is not a number, named as :func:`veil.io.read_table`
+    names it (error path only; DuckDB's conversion error quoted the whole value)."""
+    import duckdb
+
+    from ..io.read import shared_sql
+
+    v = sql.ident(val)
+    try:  # the rows come in file order (DuckDB preserves insertion order)
+        got = shared_sql(f"SELECT CAST({v} AS VARCHAR) AS v, {v} IS NOT NULL AND "
+                         f"TRY_CAST({v} AS DOUBLE) IS NULL AS bad FROM {reader}"
+                         ).to_arrow_table()
+    except duckdb.Error:
+        return None
+    bad = np.flatnonzero(got.column("bad").to_numpy(zero_copy_only=False))
+    if not bad.size:
+        return None
+    i = int(bad[0])
+    text = str(got.column("v")[i].as_py())
+    shown = repr(text if len(text) <= 40 else text[:37] + "...")
+    return DataError(f"{shown} is not a number (expected a count or a weight)", path=str(p),
+                     row=i + 1, column=val)
 
 
 #: Values (and their total) must stay below 2^53: the solvers compute in float64, which holds
