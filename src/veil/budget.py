@@ -36,7 +36,8 @@ class PureDP:
     Parameters
     ----------
     epsilon : float
-        Finite and > 0 (``inf`` only with ``allow_inf=True`` in tests).
+        Finite and > 0 (NaN, ``inf`` and <= 0 are refused, naming the value: an infinite
+        budget is no privacy, and every mechanism refuses it).
 
     Examples
     --------
@@ -48,13 +49,10 @@ class PureDP:
     epsilon: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon",
-                                                          allow_inf=True))
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
 
     def split(self, weights: Sequence[float]) -> tuple["PureDP", ...]:
         """Split into parts proportional to ``weights`` that sum to at most epsilon."""
-        if math.isinf(self.epsilon):
-            return tuple(PureDP(math.inf) for _ in weights)
         return tuple(PureDP(p) for p in _split_values(self.epsilon, weights))
 
     def to_dict(self) -> dict[str, Any]:
@@ -73,16 +71,13 @@ class GeoDP:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon_per_metre",
-                           check_epsilon(self.epsilon_per_metre, "epsilon_per_metre",
-                                         allow_inf=True))
+                           check_epsilon(self.epsilon_per_metre, "epsilon_per_metre"))
 
     def at(self, distance_m: float) -> float:
         """The epsilon that protects two points ``distance_m`` metres apart."""
         return self.epsilon_per_metre * float(distance_m)
 
     def split(self, weights: Sequence[float]) -> tuple["GeoDP", ...]:
-        if math.isinf(self.epsilon_per_metre):
-            return tuple(GeoDP(math.inf) for _ in weights)
         return tuple(GeoDP(p) for p in _split_values(self.epsilon_per_metre, weights))
 
     def to_dict(self) -> dict[str, Any]:

@@ -86,6 +86,10 @@ def test_budget_frozen_validated_and_split_never_exceeds():
         PureDP(0)
     with pytest.raises(ParameterError):
         GeoDP(float("nan"))
+    # an infinite budget was accepted (docs/core.md says refused): no privacy, refused now
+    for budget in (PureDP, GeoDP):
+        with pytest.raises(ParameterError, match="inf"):
+            budget(float("inf"))
     b = PureDP(0.3)
     with pytest.raises(Exception):
         b.epsilon = 2  # frozen

@@ -383,3 +383,30 @@ def test_iter_column_equals_read_columns_and_names_the_same_bad_row(tmp_path, su
         list(iter_column(tmp_path / "empty.csv", "v"))
     with pytest.raises(DataError, match="did you mean"):
         list(iter_column(good, "V"))
+
+
+@pytest.mark.parametrize("text,message", [
+    ("lat,lon\n1,-180.01\n", "row 1, column 'lon': longitude -180.01 is outside [-180, 180]"),
+    ("lat,lon\n0,0\n116.4,39.9\n", "row 2, column 'lat': latitude 116.4 is outside [-90, 90]"),
+    ("lat,lon\n91,0\n", "row 1, column 'lat': latitude 91 is outside [-90, 90]")])
+def test_out_of_range_coordinates_are_named_as_written(tmp_path, text, message):
+    """The message showed numpy's repr (`longitude np.float64(-180.01) is outside ...`), not
+    the value docs/io.md shows."""
+    from veil.errors import DataError
+    from veil.io import read_points
+
+    (tmp_path / "p.csv").write_text(text)
+    with pytest.raises(DataError) as exc:
+        read_points(tmp_path / "p.csv")
+    assert message in str(exc.value) and "np." not in str(exc.value), str(exc.value)
+
+
+def test_a_folder_without_an_extension_is_named_a_folder(tmp_path):
+    """docs/io.md: `file data: is a folder, not a file`; a folder without an extension said
+    "cannot tell the format of 'data' from its extension '(none)'"."""
+    from veil.errors import DataError
+    from veil.io import read_counts
+
+    (tmp_path / "data").mkdir()
+    with pytest.raises(DataError, match="is a folder, not a file"):
+        read_counts(tmp_path / "data")

@@ -95,6 +95,8 @@ def detect_format(path: str | os.PathLike, format: str | None = None, *,
     suffix = Path(path).suffix.lower()
     if suffix in _EXTENSIONS:
         return _EXTENSIONS[suffix]
+    if Path(path).is_dir():  # `read_counts("data")` said "cannot tell the format of 'data'"
+        raise DataError("is a folder, not a file", path=str(path))
     raise ParameterError(
         f"cannot tell the format of {str(path)!r} from its extension {suffix or '(none)'!r}; "
         f"use a .csv, .tsv, .parquet or .json name, or pass {option} "
@@ -961,13 +963,13 @@ def _check_column(con, src: str, path: str, name: str, col: str, kind: str, got:
     if kind == "lat":
         i = _first((vals < -90.0) | (vals > 90.0))
         if i is not None:
-            raise DataError(f"latitude {vals[i]!r} is outside [-90, 90] (are latitude and "
+            raise DataError(f"latitude {float(vals[i]):.15g} is outside [-90, 90] (are latitude and "
                             f"longitude swapped?)", path=path, row=offset + i + 1, column=name)
         return pa.array(vals, type=pa.float64())
     if kind == "lon":
         i = _first((vals < -180.0) | (vals > 180.0))
         if i is not None:
-            raise DataError(f"longitude {vals[i]!r} is outside [-180, 180]", path=path,
+            raise DataError(f"longitude {float(vals[i]):.15g} is outside [-180, 180]", path=path,
                             row=offset + i + 1, column=name)
         return pa.array(vals, type=pa.float64())
     if kind == "float":
