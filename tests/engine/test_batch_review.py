@@ -127,6 +127,24 @@ def _walks(n_users, steps, seed=0):
     return model, np.concatenate([g.to_latlon(g.centers_m[w]) for w in walks])
 
 
+def _trajectory_neighbours(tmp_path, capsys, base, off, *extra):
+    """`batch trajectories --on-invalid drop` on ``base`` and on ``base`` plus the rows
+    ``off`` (the model in ``tmp_path/model.npz``, the same seed); each output folder with its
+    stdout."""
+    got = []
+    for i, table in enumerate((base, {k: np.append(base[k], off[k]) for k in base})):
+        d = tmp_path / f"n{i}"
+        d.mkdir()
+        pq.write_table(pa.table(table), d / "p.parquet")
+        code, out, err = run(["batch", "trajectories", d / "p.parquet", "-o", d / "out",
+                              "--model", tmp_path / "model.npz", "-e", "1", "-d", "0.1",
+                              "--on-invalid", "drop", "--seed", "4", "--spend-again",
+                              "--quiet", *extra], capsys)
+        assert code == 0, err
+        got.append((d / "out", out))
+    return got
+
+
 def test_trajectories_dropping_every_point_of_a_user_publish_the_same_files(tmp_path, capsys):
     """--on-invalid drop: a user whose every point is off the grid is left out like absent."""
     model, latlon = _walks(6, 5)
@@ -135,17 +153,7 @@ def test_trajectories_dropping_every_point_of_a_user_publish_the_same_files(tmp_
     t = np.tile(np.arange(5) * 60, 6)
     base = {"user": u, "t": t, "lat": latlon[:, 0], "lon": latlon[:, 1]}
     off = {"user": ["zz"] * 2, "t": [0, 60], "lat": [10.0, 10.0], "lon": [10.0, 10.0]}
-    outs = []
-    for i, table in enumerate((base, {k: np.append(base[k], off[k]) for k in base})):
-        d = tmp_path / f"n{i}"
-        d.mkdir()
-        pq.write_table(pa.table(table), d / "p.parquet")
-        code, _, err = run(["batch", "trajectories", d / "p.parquet", "-o", d / "out",
-                            "--model", tmp_path / "model.npz", "-e", "1", "-d", "0.1",
-                            "--on-invalid", "drop", "--seed", "4", "--buckets", "16",
-                            "--spend-again", "--quiet"], capsys)
-        assert code == 0, err
-        outs.append(d / "out")
+    outs = [o for o, _ in _trajectory_neighbours(tmp_path, capsys, base, off, "--buckets", "16")]
     A, B = files_of(outs[0]), files_of(outs[1])
     assert list(A) == list(B)
     ma, mb = (json.loads(x["_manifest.json"]) for x in (A, B))
@@ -406,18 +414,8 @@ def test_trajectories_dropped_points_shape_no_published_field(tmp_path, capsys, 
     n_bad = 8 + 3
     off = {"user": ["u0"] * 8 + ["zz"] * 3, "t": bad_t + np.arange(n_bad) * 7.0 + 1.0,
            "lat": [bad_lat] * n_bad, "lon": [float(latlon[0, 1])] * n_bad}
-    got = []
-    for i, table in enumerate((base, {k: np.append(base[k], off[k]) for k in base})):
-        d = tmp_path / f"n{i}"
-        d.mkdir()
-        pq.write_table(pa.table(table), d / "p.parquet")
-        code, out, err = run(["batch", "trajectories", d / "p.parquet", "-o", d / "out",
-                              "--model", tmp_path / "model.npz", "-e", "1", "-d", "0.1",
-                              "--on-invalid", "drop", "--seed", "4", "--spend-again",
-                              "--json", "--quiet"], capsys)
-        assert code == 0, err
-        got.append((d / "out", json.loads(out)))
-    (oa, sa), (ob, sb) = got
+    (oa, sa), (ob, sb) = _trajectory_neighbours(tmp_path, capsys, base, off, "--json")
+    sa, sb = json.loads(sa), json.loads(sb)
     A, B = files_of(oa), files_of(ob)
     assert list(A) == list(B)
     assert all(A[n] == B[n] for n in A if n.endswith(".parquet"))
