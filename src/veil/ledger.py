@@ -255,6 +255,12 @@ class Ledger:
             raise ParameterError(f"{_chosen_by(self.path)}: {str(self.path)!r} is a symbolic "
                                  "link; veil never writes through a link: give the ledger "
                                  "file itself")
+        for side in ("-wal", "-shm", "-journal"):  # SQLite's files beside it
+            beside = Path(os.fspath(self.path) + side)
+            if beside.is_symlink():  # SQLite refused it as "unable to open database file"
+                raise ParameterError(f"{_chosen_by(self.path)}: {str(beside)!r} beside the "
+                                     "ledger is a symbolic link; veil never writes through a "
+                                     "link: remove it")
         if readonly:
             uri = self.path.resolve().as_uri() + "?mode=ro"
             self._con = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)

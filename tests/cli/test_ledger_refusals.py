@@ -124,6 +124,23 @@ def test_a_ledger_that_is_a_symbolic_link_is_refused(tmp_path, dangling):
         Ledger(link, readonly=True)
 
 
+@pytest.mark.parametrize("side", ["-wal", "-shm", "-journal"])
+def test_a_link_as_one_of_sqlites_files_beside_the_ledger_is_refused(tmp_path, side):
+    """A planted `led.sqlite-shm` link: SQLite refused it, and veil said "cannot write the
+    privacy ledger ... (a full disk, a file-size limit or a read-only folder?)"; a `-wal` link
+    was removed by SQLite. Now refused, naming the link, with nothing touched."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("P" * 40000)
+    link = tmp_path / f"{HOSTILE}led.sqlite{side}"
+    link.symlink_to(victim.name)
+    res = _noise(tmp_path, f"{HOSTILE}led.sqlite")
+    assert res.code == 2, (res.code, res.err)
+    assert "symbolic link" in res.err and side in res.err, res.err
+    assert link.is_symlink() and victim.read_text() == "P" * 40000
+    assert not (tmp_path / f"{HOSTILE}led.sqlite").exists()
+    assert not (tmp_path / "noisy.csv").exists()
+
+
 def test_a_ledger_in_a_linked_folder_is_fine(tmp_path):
     real = tmp_path / f"{HOSTILE}real"
     real.mkdir()
