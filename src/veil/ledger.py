@@ -141,6 +141,10 @@ def ledger_path(option: str | os.PathLike | None = None) -> Path:
     return default_ledger_path()
 
 
+#: the files SQLite keeps beside a database (its journal, write-ahead log, shared memory)
+SQLITE_SIDE_FILES = ("-journal", "-wal", "-shm")
+
+
 def _same_path(a: Path, b: Path) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
@@ -169,7 +173,7 @@ def check_ledger_apart(ledger: str | os.PathLike, outputs: Sequence[str | os.Pat
     release, and the next release of the dataset started from zero.
     """
     real = os.path.realpath(ledger)
-    own = {real} | {real + suffix for suffix in ("-journal", "-wal", "-shm")}
+    own = {real} | {real + suffix for suffix in SQLITE_SIDE_FILES}
     for o in outputs:
         ro = os.path.realpath(o)
         if ro in own:
@@ -251,16 +255,13 @@ class Ledger:
     def __init__(self, path: str | os.PathLike, *, readonly: bool = False):
         self.path = Path(os.fspath(path))
         self.readonly = readonly
-        if self.path.is_symlink():  # a dangling one too: SQLite created its target
-            raise ParameterError(f"{_chosen_by(self.path)}: {str(self.path)!r} is a symbolic "
-                                 "link; veil never writes through a link: give the ledger "
-                                 "file itself")
-        for side in ("-wal", "-shm", "-journal"):  # SQLite's files beside it
-            beside = Path(os.fspath(self.path) + side)
-            if beside.is_symlink():  # SQLite refused it as "unable to open database file"
-                raise ParameterError(f"{_chosen_by(self.path)}: {str(beside)!r} beside the "
-                                     "ledger is a symbolic link; veil never writes through a "
-                                     "link: remove it")
+        for side in ("", *SQLITE_SIDE_FILES):  # a dangling link too: SQLite created its
+            link = Path(os.fspath(self.path) + side)  # target (a -shm link it refused)
+            if link.is_symlink():
+                where = "beside the ledger " if side else ""
+                raise ParameterError(f"{_chosen_by(self.path)}: {str(link)!r} {where}is a "
+                                     "symbolic link; veil never writes through a link: "
+                                     + ("remove it" if side else "give the ledger file itself"))
         if readonly:
             uri = self.path.resolve().as_uri() + "?mode=ro"
             self._con = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)

@@ -52,8 +52,8 @@ from .fsutil import fault, private_dir, remove_tree, sha256_file, write_file
 from .job import ledger_path as job_ledger_path
 from .job import (MANIFEST, Job, JobResult, commit_ledger, job_epsilon, read_manifest,
                   release_ledger, reserve_ledger, staging_source)
-from .keys import bucket_entropy, bucket_rng, create_key, load_key, seed_key
-from .lock import JobLock, bucket_lock, wait_for_orphans
+from .keys import KEY_FILE, bucket_entropy, bucket_rng, create_key, load_key, seed_key
+from .lock import LOCK, WORKERS_LOCK, JobLock, bucket_lock, wait_for_orphans
 from .pool import WorkerLostError
 from .registry import get_task
 
@@ -75,8 +75,8 @@ FORMAT = 2
 #: the first file of every work folder veil creates (see the module's docstring)
 WORK_MARK = "veil-work-folder"
 #: the names a work folder made by an older veil (without :data:`WORK_MARK`) can hold
-_WORK_NAMES = frozenset({"lock", "workers.lock", STATE, OWNER, STAGING, STAGING + ".tmp", PARTS,
-                         MARKERS, TMP, "key"})
+_WORK_NAMES = frozenset({LOCK, WORKERS_LOCK, STATE, OWNER, STAGING, STAGING + ".tmp", PARTS,
+                         MARKERS, TMP, KEY_FILE})
 
 
 class StagingDamagedError(VeilError, RuntimeError):
@@ -279,15 +279,15 @@ def _duckdb_error(exc: BaseException, what: str, path: str) -> BaseException:
     if fsutil.no_space(exc):
         return OSError(errno.ENOSPC, f"no space left on device while {what}; free space and "
                                      "rerun the same command", path)
-    from ..io.read import _duck_detail, duckdb_read_error
+    from ..io.read import _duck_detail, csv_text_error
 
     # DuckDB's message quotes the row it failed on ("Original Line: ...") and a value whole:
-    # veil's reading errors (a file that is not UTF-8, a line too long) or the message's first
-    # line with values cut (the raw rows are what the job protects)
+    # veil's reading error for the file's text (not UTF-8, a line too long) or the message's
+    # first line with values cut (the raw rows are what the job protects)
     if Path(path).suffix.lower() in (".csv", ".tsv", ".txt"):
-        err = duckdb_read_error(exc, path)
-        if isinstance(err, DataError) and ("UTF-8" in str(err) or "longer than" in str(err)):
-            return err
+        known = csv_text_error(exc, path)
+        if known is not None:
+            return known
     return DataError(f"cannot read input while {what}: {_duck_detail(str(exc))}", path=path)
 
 
@@ -736,7 +736,7 @@ def _foreign_in_work(work: Path) -> str | None:
     foreign = [n for n in names if n not in _WORK_NAMES and not fsutil.is_tmp_name(n)]
     if foreign:
         return foreign[0]
-    return None if "lock" in names else names[0]  # an older veil's folder always has its lock
+    return None if LOCK in names else names[0]  # an older veil's folder always has its lock
 
 
 def _check_work_ours(work: Path) -> None:
@@ -795,7 +795,7 @@ def _clear_work(work: Path) -> None:
     """Remove everything in a work folder but its lock files and mark (a run that never got
     going)."""
     for entry in os.scandir(work):
-        if entry.name in ("lock", "workers.lock", WORK_MARK):
+        if entry.name in (LOCK, WORKERS_LOCK, WORK_MARK):
             continue
         remove_tree(Path(entry.path))
 
@@ -1086,7 +1086,7 @@ def run_job(job: Job) -> JobResult:
     fingerprint = job.fingerprint()
     _check_not_over_input(job, out, work)
     claim_work_dir(work)
-    idle = {"lock", "workers.lock", WORK_MARK}  # a work folder with nothing of a run in it
+    idle = {LOCK, WORKERS_LOCK, WORK_MARK}  # a work folder with nothing of a run in it
     lock = JobLock(work, str(job.output))
     try:
         lock.acquire()

@@ -254,19 +254,9 @@ def _duck_error(exc: Exception, path: Path, fmt: str, delimiter: str | None,
                              f"(--memory-limit, where the command has it) or free memory on "
                              f"this machine")
     if fmt == "csv":
-        if "invalid unicode" in msg.lower():
-            m = re.search(r"Line:\s*(\d+)", msg)
-            row = None
-            if m:
-                row = int(m.group(1)) - (1 if header else 0)
-            return DataError("is not UTF-8 encoded text (garbled or binary file?); "
-                             "re-save it as UTF-8 CSV", path=spath,
-                             row=row if row and row > 0 else None)
-        m = re.search(r"Maximum line size of (\d+) bytes exceeded", msg)
-        if m:  # DuckDB's line number is wrong here (line 1 for any line): none is given
-            return DataError(f"a line is longer than {int(m.group(1)):,} bytes, the CSV "
-                             "reader's limit (a huge field, or a quote that is never "
-                             "closed?)", path=spath)
+        known = csv_text_error(exc, spath, header=header)
+        if known is not None:
+            return known
         m = re.search(r"Line:\s*(\d+).*?Expected Number of Columns:\s*(\d+)\s*Found:\s*(\d+)",
                       msg, re.S)
         how = "the delimiter and quoting" if delimiter is None else \
@@ -284,6 +274,25 @@ def _duck_error(exc: Exception, path: Path, fmt: str, delimiter: str | None,
     label = {"parquet": "Parquet", "json": "JSON"}[fmt]
     return DataError(f"cannot be read as {label} (corrupt or not a {label} file?): "
                      f"{_duck_detail(msg) or type(exc).__name__}", path=spath)
+
+
+def csv_text_error(exc: Exception, path: str, *, header: bool = True) -> DataError | None:
+    """A DuckDB CSV error that is about the file's text, whatever the query: not UTF-8 (with
+    the data row), or a line longer than the reader's limit; else None. The engine uses it
+    for errors met while it stages a job, where the query adds nothing the user needs."""
+    msg = str(exc)
+    if "invalid unicode" in msg.lower():
+        m = re.search(r"Line:\s*(\d+)", msg)
+        row = int(m.group(1)) - (1 if header else 0) if m else None
+        return DataError("is not UTF-8 encoded text (garbled or binary file?); "
+                         "re-save it as UTF-8 CSV", path=path,
+                         row=row if row and row > 0 else None)
+    m = re.search(r"Maximum line size of (\d+) bytes exceeded", msg)
+    if m:  # DuckDB's line number is wrong here (line 1 for any line): none is given
+        return DataError(f"a line is longer than {int(m.group(1)):,} bytes, the CSV "
+                         "reader's limit (a huge field, or a quote that is never "
+                         "closed?)", path=path)
+    return None
 
 
 def duckdb_read_error(exc: Exception, path: str | os.PathLike, *, format: str = "csv",
@@ -511,7 +520,11 @@ def _raw_value(con, src: str, name: str, row_index: int) -> str:
         return "?"
     if val is None:
         return "(missing)"
-    text = str(val)
+    return shown_cell(str(val))
+
+
+def shown_cell(text: str) -> str:
+    """A cell's text as error messages show it: quoted, at most 40 characters."""
     return repr(text if len(text) <= 40 else text[:37] + "...")
 
 

@@ -76,13 +76,12 @@ def _read_error(exc: Exception, p: Path, fmt: str | None, delimiter: str | None,
                 in_memory: bool) -> Exception:
     """A DuckDB error reading the check-ins (read by :func:`_reader`) as veil's one-line
     error: DuckDB's own message quotes a row of the file."""
-    from ..io.read import _duck_detail, duckdb_read_error
+    from ..io.read import _EXTENSIONS, _duck_detail, duckdb_read_error
 
     if in_memory:
         return DataError(f"cannot read check-ins: {_duck_detail(str(exc))}", path=str(p))
     ext = (fmt or p.suffix.lstrip(".")).lower()
-    kind = "parquet" if ext == "parquet" else "json" if ext in ("json", "ndjson", "jsonl") \
-        else "csv"
+    kind = _EXTENSIONS.get("." + ext, "csv")  # as _reader reads it
     if delimiter is None and ext in ("tsv", "txt"):
         delimiter = "\t"
     return duckdb_read_error(exc, p, format=kind, delimiter=delimiter)

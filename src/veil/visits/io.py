@@ -98,7 +98,7 @@ def _not_a_number(reader: str, val: str, p: Path) -> DataError | None:
     names it (error path only; DuckDB's conversion error quoted the whole value)."""
     import duckdb
 
-    from ..io.read import shared_sql
+    from ..io.read import shared_sql, shown_cell
 
     v = sql.ident(val)
     try:  # the rows come in file order (DuckDB preserves insertion order)
@@ -111,8 +111,7 @@ def _not_a_number(reader: str, val: str, p: Path) -> DataError | None:
     if not bad.size:
         return None
     i = int(bad[0])
-    text = str(got.column("v")[i].as_py())
-    shown = repr(text if len(text) <= 40 else text[:37] + "...")
+    shown = shown_cell(str(got.column("v")[i].as_py()))
     return DataError(f"{shown} is not a number (expected a count or a weight)", path=str(p),
                      row=i + 1, column=val)
 
