@@ -583,7 +583,7 @@ def dawa_penalty_calibration(*, penalties=(0.0, 1.0, 2.0, 2.5, 3.0, 4.0), n: int
     the geometric mean of those ratios over the settings (what
     :data:`veil.histograms.dawa.SELECTION_PENALTY` was chosen by).
     """
-    from .dawa import dawa
+    from .dawa import PARTITION_NOISE, dawa
     from .evaluation import geomean, load_dpbench
     from .workload import prefix_workload, random_range_workload, scaled_error
 
@@ -601,7 +601,7 @@ def dawa_penalty_calibration(*, penalties=(0.0, 1.0, 2.0, 2.5, 3.0, 4.0), n: int
                     for k in penalties:
                         for w, q in wl.items():
                             r = dawa(x, epsilon=eps, workload="prefix" if w == "prefix" else q,
-                                     bucket_cost=1.0 / e2 + k * 4.0 / e1, rng=g)
+                                     bucket_cost=1.0 / e2 + k * PARTITION_NOISE / e1, rng=g)
                             err.setdefault((w, scale, eps, k, name), []).append(
                                 scaled_error(q, x, r.value))
         log(f"  {name}")
@@ -780,7 +780,7 @@ def dawa_penalty_on_maps(*, trials: int = 4, seed: int = 3, log=print) -> list:
                                    resample_map)
     from ..maps.evaluation import scaled_error as map_error
     from ..maps.mechanisms import hilbert_cells
-    from .dawa import PENALTY_SCHEDULE, SELECTION_PENALTY, dawa
+    from .dawa import PARTITION_NOISE, PENALTY_SCHEDULE, SELECTION_PENALTY, dawa
 
     shapes = load_dpbench_2d()
     shapes.update(dict(list(real_shapes().items())[:3]))
@@ -795,7 +795,7 @@ def dawa_penalty_on_maps(*, trials: int = 4, seed: int = 3, log=print) -> list:
             for eps in (0.1, 1.0):
                 s = eps * N / idx.size
                 pen = next(p for u, p in PENALTY_SCHEDULE if math.log10(s) < u)
-                lam = 1.0 / (0.75 * eps) + pen * 4.0 / (0.25 * eps)
+                lam = 1.0 / (0.75 * eps) + pen * PARTITION_NOISE / (0.25 * eps)
                 e_s, e_c = [], []
                 for _ in range(trials):
                     x = resample_map(sh, N, rng=g)
@@ -825,7 +825,7 @@ def dawa2d_penalty_calibration(*, penalties=(1.0, 1.5, 2.0, 2.5, 3.0), trials: i
                                    real_shapes, resample_map)
     from ..maps.evaluation import scaled_error as map_error
     from ..maps.mechanisms import hilbert_cells
-    from .dawa import dawa
+    from .dawa import PARTITION_NOISE, dawa
 
     shapes = {**load_dpbench_2d(), **real_shapes(), **fresh_shapes()}
     g = np.random.default_rng(20 + part)  # experiments only
@@ -840,7 +840,7 @@ def dawa2d_penalty_calibration(*, penalties=(1.0, 1.5, 2.0, 2.5, 3.0), trials: i
                     x = resample_map(sh, N, rng=g)
                     flat = x.ravel()[idx]
                     for p in penalties:
-                        lam = 1.0 / (0.75 * eps) + p * 4.0 / (0.25 * eps)
+                        lam = 1.0 / (0.75 * eps) + p * PARTITION_NOISE / (0.25 * eps)
                         r = dawa(flat, epsilon=eps, bucket_cost=lam, rng=g)
                         est = np.empty(idx.size)
                         est[idx] = r.value
