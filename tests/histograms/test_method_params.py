@@ -37,6 +37,24 @@ def test_map_branching_is_at_most_the_grid_side_and_options_name_their_methods()
         publish_map(x, epsilon=1.0, method="identity", branching=3)
 
 
+def test_map_auto_takes_its_own_options():
+    """auto's own keywords (its rule, its budget shares) pass the option check: the check
+    above rejected them too, which broke `benchmarks/maps.py autoeval` (every fold's rule is
+    run through publish(..., method='auto', rule=...))."""
+    from veil.maps import publish as publish_map
+    from veil.maps.auto import RULE
+
+    x = np.ones((16, 16), dtype=np.int64) * 50
+    never = {**RULE, "hdmm_above": 1e300, "hdmm_mid_signal": 1e300, "privtree_min_signal": 1e300,
+             "dawa_occupancy": -1.0}
+    r = publish_map(x, epsilon=1.0, rule=never, scale=12_800.0, rng=make_rng(seed=0))
+    assert r.parameters["chosen"] == "ag"
+    r2 = publish_map(x, epsilon=1.0, feature_fraction=0.05, scale=12_800.0, rng=make_rng(seed=0))
+    assert r2.value.shape == (16, 16)
+    with pytest.raises(ParameterError, match="theta applies to --method privtree, not 'auto'"):
+        publish_map(x, epsilon=1.0, theta=1.0)
+
+
 def test_optimized_structurefirst_on_ten_bins_is_not_a_flat_average_at_high_signal():
     """k = ceil(n / 10) = 1 for ten bins or fewer, and one bucket was always published: at
     eps = 10^6 the counts [0, ..., 0, 1000] came out as ten times 100."""

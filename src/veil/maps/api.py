@@ -84,7 +84,13 @@ def _check_options(method: str, params: dict) -> None:
     methods that do (`--height 2` with the default auto was an internal TypeError)."""
     import inspect
 
+    from .auto import publish_auto
+
+    own = set(inspect.signature(publish_auto).parameters) - {"x", "epsilon", "sensitivity",
+                                                              "scale", "rng"}
     for name in params:
+        if method == "auto" and name in own:  # auto's own options (its rule, its shares)
+            continue
         takers = [m for m in MECHANISMS
                   if name in inspect.signature(_fn(m)).parameters]
         if method == "auto" or method not in takers:
