@@ -42,9 +42,11 @@ mean's cost of non-singleton buckets only and clips noisy costs at 0; we do not
 use that argument (one shift cannot compensate clipped or noise-free
 candidates). With the median the bound is 1, so veil now noises every
 candidate, singletons included, at the authors' scale. Measured on the DPBench
-protocol (docs/benchmarks.md, "DAWA's partition cost"), the median's cost at
-``2/eps1`` has 0.85-1.04x the error of the mean's at ``4/eps1`` with the same
-penalty schedule (in units of the noise scale).
+protocol (18 histograms, n = 1024, 10 trials; docs/benchmarks.md, "DAWA's
+partition cost"), the median's cost at ``2/eps1`` has 0.974x (prefix) and 0.949x
+(random ranges) the error of the mean's at ``4/eps1`` over all cells, 0.86-1.00x
+per cell except at eps x N = 100 (1.06x and 1.13x), with the same penalty
+schedule in units of the noise scale.
 
 Without the clipping, the least noisy cost favours partitions into many small
 buckets whose noise happened to be negative (a minimum over many noisy paths),
