@@ -106,8 +106,8 @@ from ._common import NEIGHBOURS, as_budget, as_counts, as_rng, bucket_sums, spre
 from ._compile import njit, use_compiled
 from .workload import RangeWorkload
 
-__all__ = ["dawa", "PARTITION_NOISE", "SELECTION_PENALTY", "PENALTY_SCHEDULE", "SCHEDULE_MAX_N", "selection_penalty",
-           "l1_partition",
+__all__ = ["dawa", "PARTITION_NOISE", "SELECTION_PENALTY", "PENALTY_SCHEDULE", "SCHEDULE_MAX_N",
+           "selection_penalty", "l1_partition",
            "interval_deviations", "best_partition", "greedy_h",
            "GreedyHStrategy", "tree_gls"]
 
@@ -247,7 +247,8 @@ def _deviations_numpy(x: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         rows = max(1, 4_000_000 // int(m))
         for a in range(0, win.shape[0], rows):
             w = win[a:a + rows]
-            med = np.partition(w, (int(m) - 1) // 2, axis=1)[:, (int(m) - 1) // 2:(int(m) + 1) // 2]
+            h = (int(m) - 1) // 2                  # the lower median, as the compiled kernel
+            med = np.partition(w, h, axis=1)[:, h:h + 1]
             out[k, a:a + w.shape[0]] = np.abs(w - med).sum(axis=1)
     return out
 
@@ -348,9 +349,9 @@ def l1_partition(counts, *, epsilon: float, bucket_cost: float, rng, engine: str
     """DAWA's private L1 partition (eps-DP; proof in the module docstring); returns edges.
 
     Every interval of power-of-two length gets the cost ``dev(I) + bucket_cost``
-    (``dev``: :func:`interval_deviations`) plus Laplace noise of scale ``2 / epsilon``; the partition of least total
-    noisy cost is returned. ``use_noise=False`` (NOT private) partitions the
-    true costs: for tests and the audit's canary only.
+    (``dev``: :func:`interval_deviations`) plus Laplace noise of scale ``2 / epsilon``;
+    the partition of least total noisy cost is returned. ``use_noise=False`` (NOT
+    private) partitions the true costs: for tests and the audit's canary only.
     """
     x = as_counts(counts)
     lengths, dev = interval_deviations(x, engine=engine)
@@ -620,8 +621,8 @@ def dawa(counts, *, epsilon, partition_fraction: float = 0.25, workload="prefix"
                     "measured_nodes": int((strat.weight > 0).sum())},
                    {"partition": eps1, "buckets": eps2}, noise_scale=PARTITION_NOISE / eps1,
                    notes=(NEIGHBOURS, "partition: noisy L1 costs (deviation from the median) of "
-                          "power-of-two intervals (Laplace 2/eps1, see veil.histograms.dawa); GreedyH weights from the "
-                          "partition and the public workload only", "float64 Laplace noise",
+                          "power-of-two intervals (Laplace 2/eps1, see veil.histograms.dawa); "
+                          "GreedyH weights from the partition and the public workload only", "float64 Laplace noise",
                           *((f"selection penalty {penalty:g}: the schedule is used up to "
                              f"{SCHEDULE_MAX_N} bins (measured there), not at n = {n}",)
                             if records_bound is not None and bucket_cost is None
