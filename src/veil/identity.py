@@ -222,7 +222,7 @@ def _identity_sql(con, source: str, what: str, kind: str | None = None,
     never quotes DuckDB's whole error: its CSV errors hold a row of the file."""
     import duckdb
 
-    from .io.read import _duck_detail
+    from .io.read import _duck_detail, read_errors
 
     as_kind = f" as {kind}" if kind else ""
 
@@ -234,7 +234,7 @@ def _identity_sql(con, source: str, what: str, kind: str | None = None,
 
     try:
         described = con.sql(f"DESCRIBE SELECT * FROM {source}").fetchall()
-    except duckdb.Error as exc:
+    except read_errors() as exc:
         raise failed(exc) from None
     cols = [r[0] for r in described]
     k = len(cols)
@@ -262,7 +262,7 @@ def _identity_sql(con, source: str, what: str, kind: str | None = None,
         raise ResourceError(f"file {what}: DuckDB ran out of memory computing its identity "
                             f"(limit {IDENTITY_MEMORY_LIMIT}): {_duck_detail(str(exc))}"
                             ) from None
-    except duckdb.Error as exc:
+    except read_errors() as exc:
         raise failed(exc) from None
     prints = []
     for i, c in enumerate(cols):

@@ -160,3 +160,35 @@ def test_a_duckdb_error_no_code_path_caught_is_not_printed_whole(tmp_path, monke
     for text in PRIVATE + ("Original Line", "file = ", "sample_size"):
         assert text not in line, (text, line)
     assert "InvalidInputException: CSV Error on Line: 3" in line, line
+
+
+def _surrogate_key_json(d: Path) -> Path:
+    """A JSON array (with a byte-order mark) whose key escapes a surrogate pair: DuckDB hands
+    the struct back as CESU-8 and its Python binding raises UnicodeDecodeError (found by
+    ``tests/test_fuzz_commands.py``)."""
+    p = d / f"{HOSTILE}odd.json"
+    p.write_bytes(b'\xef\xbb\xbf[{"lat": 0.0, "lon": 0.0, "user": "", "user": false, '
+                  b'"\\u0080\\ud800\\udc00": 0}]')
+    return p
+
+
+def test_text_duckdb_cannot_return_as_utf8_is_a_named_error(tmp_path):
+    """``veil map publish`` printed "veil: error: 'utf-8' codec can't decode bytes in position
+    142-144: invalid continuation byte" (no file); the identity and the reader raised the bare
+    UnicodeDecodeError."""
+    f = _surrogate_key_json(tmp_path)
+    res = run_veil(["map", "publish", f.name, "--lat-column", "lat", "--lon-column", "lon",
+                    "--protects", "record", "--bbox", "0,0,1,1", "--grid", "4x4", "-e", "1",
+                    "-o", "m.csv"], tmp_path)
+    assert res.code == 2, res.err
+    line = res.err.strip()
+    assert "\n" not in line and line.startswith(f"veil: error: file {f.name}: holds text"), line
+    assert "codec" not in line and not (tmp_path / "m.csv").exists()
+    with pytest.raises(DataError, match="invalid UTF-8") as info:
+        identity_of_file(f)
+    assert f.name in str(info.value)
+    from veil.io import read_table
+
+    with pytest.raises(DataError, match="invalid UTF-8") as info:
+        read_table(f)
+    assert f.name in str(info.value)

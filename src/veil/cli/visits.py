@@ -380,13 +380,13 @@ def _per_user_targets(path, users, domain, tax, depth, user_column, category_col
     from ..io import sql
     from ..io.read import shared_sql
 
-    from ..io.read import duckdb_read_error
+    from ..io.read import duckdb_read_error, read_errors
     from ..visits.io import _not_a_number
 
     try:
         cols = shared_sql(f"SELECT * FROM read_csv({sql.path(path)}, header=true) LIMIT 0"
                           ).columns
-    except duckdb.Error as exc:  # DuckDB's own message quotes a row of the file
+    except read_errors() as exc:  # DuckDB's own message quotes a row of the file
         raise duckdb_read_error(exc, path) from None
     low = {c.lower(): c for c in cols}
     val = next((low[c] for c in ("count", "weight", "value", "probability", "visits")
@@ -400,8 +400,9 @@ def _per_user_targets(path, users, domain, tax, depth, user_column, category_col
             f"SELECT CAST({sql.ident(user_column)} AS VARCHAR), "
             f"CAST({sql.ident(category_column)} AS VARCHAR), sum(CAST({sql.ident(val)} AS "
             f"DOUBLE)) FROM read_csv({sql.path(path)}, header=true) GROUP BY 1, 2").fetchall()
-    except duckdb.Error as exc:
-        raise _not_a_number(f"read_csv({sql.path(path)}, header=true)", val, Path(path)) or \
+    except read_errors() as exc:
+        raise (None if isinstance(exc, UnicodeDecodeError) else _not_a_number(
+            f"read_csv({sql.path(path)}, header=true)", val, Path(path))) or \
             duckdb_read_error(exc, path) from None
     upos = {u: i for i, u in enumerate(users)}
     labels = _canon([r[1] for r in rows], tax, depth, "--target")

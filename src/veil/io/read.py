@@ -237,6 +237,17 @@ def _duck_detail(msg: str, limit: int = 200) -> str:
     return first if len(first) <= limit else first[:limit - 3] + "..."
 
 
+def read_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions a DuckDB read of a user's file can raise: ``duckdb.Error``, and
+    ``UnicodeDecodeError`` when DuckDB hands back text that is not valid UTF-8 (a JSON string
+    escaping a surrogate, ``"\\ud800\\udc00"``, came back as CESU-8 and the Python binding
+    raised it, unnamed). Catch ``except read_errors() as exc`` and pass ``exc`` to
+    :func:`duckdb_read_error`."""
+    import duckdb
+
+    return (duckdb.Error, UnicodeDecodeError)
+
+
 def _duck_error(exc: Exception, path: Path, fmt: str, delimiter: str | None,
                 header: bool) -> DataError | ResourceError:
     """Turn a DuckDB reading error into a DataError with the file and, if known, the row
@@ -247,6 +258,10 @@ def _duck_error(exc: Exception, path: Path, fmt: str, delimiter: str | None,
     """
     msg = str(exc)
     spath = str(path)
+    if isinstance(exc, UnicodeDecodeError):
+        return DataError("holds text that DuckDB hands back as invalid UTF-8 (for example a JSON "
+                         "\\u escape of a surrogate, \\ud800-\\udfff); write those characters "
+                         "as UTF-8, or remove them", path=spath)
     if type(exc).__name__ == "OutOfMemoryException":
         return ResourceError(f"file {spath}: DuckDB ran out of memory while processing it "
                              f"({_duck_detail(msg) or type(exc).__name__}); the file itself "
@@ -607,7 +622,7 @@ def _declared_scan(path, kinds, *, format, delimiter, header, names, keep_others
             described = con.sql(f"DESCRIBE SELECT * FROM {raw}").fetchall()
         except duckdb.InterruptException:  # SIGINT while DuckDB reads: exit 130, not 2
             raise KeyboardInterrupt from None
-        except duckdb.Error as exc:
+        except read_errors() as exc:
             raise _duck_error(exc, path, fmt, delimiter, header) from None
         # SQL only ever sees positional names (c0, c1, ...): a name from the file never
         # reaches a query, and DuckDB's renaming of blank, padded or case-duplicate names
@@ -704,7 +719,7 @@ def read_table(path: str | os.PathLike, *, columns: Mapping[str, str] | None = N
             got = con.sql(f"SELECT {', '.join(exprs)} FROM {src}").to_arrow_table()
         except duckdb.InterruptException:
             raise KeyboardInterrupt from None
-        except duckdb.Error as exc:
+        except read_errors() as exc:
             raise _duck_error(exc, path, fmt, delimiter, header) from None
         if got.num_rows == 0:
             raise DataError("has no data rows (only a header?)", path=spath)
@@ -730,7 +745,7 @@ def _duck_errors(scan: _Scan, header: bool):
         yield
     except duckdb.InterruptException:
         raise KeyboardInterrupt from None
-    except duckdb.Error as exc:
+    except read_errors() as exc:
         raise _duck_error(exc, scan.path, scan.fmt, scan.delimiter, header) from None
 
 
@@ -912,7 +927,7 @@ def column_names(path: str | os.PathLike, *, format: str | None = None,
             described = con.sql(f"DESCRIBE SELECT * FROM {raw}").fetchall()
         except duckdb.InterruptException:
             raise KeyboardInterrupt from None
-        except duckdb.Error as exc:
+        except read_errors() as exc:
             raise _duck_error(exc, path, fmt, delimiter, header) from None
         return _exact_names(con, path, fmt, [r[0] for r in described], delimiter=delimiter,
                             header=header, names=names, types=[str(r[1]) for r in described])

@@ -42,7 +42,8 @@ import numpy as np
 from ..errors import DataError, ParameterError
 from ..io import sql
 from ..io.read import (_check_file, _connect, _duck_error, _exact_names, _internal,
-                       _missing_column_error, _nested_type, _source_sql, detect_format)
+                       _missing_column_error, _nested_type, _source_sql, detect_format,
+                       read_errors)
 from ..random import make_rng
 from ..validation import check_choice, check_int
 from .grid import MapGrid
@@ -165,7 +166,7 @@ def point_source(con, path, *, lat: str, lon: str, user: str | None, time: str |
         described = con.sql(f"DESCRIBE SELECT * FROM {raw}").fetchall()
     except duckdb.InterruptException:
         raise KeyboardInterrupt from None
-    except duckdb.Error as exc:
+    except read_errors() as exc:
         raise _duck_error(exc, p, fmt, delimiter, csv_header) from None
     types = [str(r[1]) for r in described]
     have = _exact_names(con, p, fmt, [r[0] for r in described], delimiter=delimiter,
@@ -461,7 +462,7 @@ def _grid_counts(path, grid, *, lat, lon, user, time, protects, m, start, end, f
             if m is not None:
                 plan = create_thresholds(con, view, m)
             table = con.sql(count_sql(view, bounded=m is not None)).to_arrow_table()
-        except duckdb.Error as exc:
+        except read_errors() as exc:
             if source_sql is not None:
                 raise
             delim = "\t" if delimiter is None and Path(os.fspath(path)).suffix.lower() in (

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import DataError, InfeasibleError, InstanceTooLargeError, ParameterError
 from ..io import sql
-from ..io.read import private_spill
+from ..io.read import private_spill, read_errors
 from ..release import TabularMixin
 from ..validation import check_choice
 from .hide import hide
@@ -152,7 +152,7 @@ def load_checkins(path: Any, *, user_column: str = "user",
     try:
         rel = con.sql(f"SELECT * FROM {src}")
         cols = rel.columns
-    except duckdb.Error as exc:  # DuckDB's own message quotes a row of the file
+    except read_errors() as exc:  # DuckDB's own message quotes a row of the file
         raise _read_error(exc, p, fmt, delimiter, in_memory) from None
     for col, opt in ((user_column, "user column"), (category_column, "category column")):
         if col not in cols:
@@ -171,7 +171,7 @@ def load_checkins(path: Any, *, user_column: str = "user",
             raise DataError(f"{max(nulls)} rows have an empty {col!r}", path=str(p), column=col)
         rows = con.sql(f"SELECT CAST({u} AS VARCHAR) AS u, CAST({c} AS VARCHAR) AS c, count(*) "
                        f"AS n FROM {src} GROUP BY 1, 2 ORDER BY 1, 2").fetchnumpy()
-    except duckdb.Error as exc:
+    except read_errors() as exc:
         raise _read_error(exc, p, fmt, delimiter, in_memory) from None
     finally:
         con.close()

@@ -64,13 +64,13 @@ def read_profile(path: str | Path, *, what: str = "histogram", delimiter: str | 
         return labels, _checked(labels, np.asarray(vals, dtype=np.float64), what, p)
     import duckdb
 
-    from ..io.read import duckdb_read_error, shared_sql
+    from ..io.read import duckdb_read_error, read_errors, shared_sql
 
     lit = sql.path(p)
     try:
         rel = shared_sql(f"SELECT * FROM {_csv(lit, delimiter)}")
         cols = rel.columns
-    except duckdb.Error as exc:  # DuckDB's own message quotes a row of the file
+    except read_errors() as exc:  # DuckDB's own message quotes a row of the file
         raise duckdb_read_error(exc, p, delimiter=delimiter) from None
     low = {c.lower(): c for c in cols}
     cat = next((low[c] for c in ("category", "name", "label", "place") if c in low), None)
@@ -82,8 +82,9 @@ def read_profile(path: str | Path, *, what: str = "histogram", delimiter: str | 
         rows = shared_sql(f'SELECT CAST({sql.ident(cat)} AS VARCHAR) AS c, sum(CAST({sql.ident(val)} AS DOUBLE)) '
                           f"AS v, count(*) FILTER (WHERE {sql.ident(val)} IS NULL) AS nn FROM "
                           f"{_csv(lit, delimiter)} GROUP BY 1 ORDER BY 1").fetchall()
-    except duckdb.Error as exc:
-        raise _not_a_number(_csv(lit, delimiter), val, p) or \
+    except read_errors() as exc:
+        raise (None if isinstance(exc, UnicodeDecodeError) else _not_a_number(
+            _csv(lit, delimiter), val, p)) or \
             duckdb_read_error(exc, p, delimiter=delimiter) from None
     if any(r[0] is None for r in rows):
         raise DataError("empty category name", path=str(p), column=cat)
