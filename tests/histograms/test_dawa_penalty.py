@@ -48,7 +48,7 @@ def test_dawa_with_a_records_bound_uses_the_scheduled_penalty():
     e1, e2 = 0.25 * eps, 0.75 * eps
     assert r.parameters["selection_penalty"] == want
     assert r.parameters["records_bound"] == 100
-    assert r.parameters["bucket_cost"] == pytest.approx(1 / e2 + want * 2 / e1)
+    assert r.parameters["bucket_cost"] == pytest.approx(1 / e2 + want * 4 / e1)
     r0 = dawa(x, epsilon=eps, rng=np.random.default_rng(1))
     assert r0.parameters["selection_penalty"] == SELECTION_PENALTY
     assert "records_bound" not in r0.parameters

@@ -4,8 +4,7 @@ import re
 from pathlib import Path
 
 from veil.histograms.api import AUTO_TOTAL_FRACTION
-from veil.histograms.dawa import (PARTITION_NOISE, PENALTY_SCHEDULE, SCHEDULE_MAX_N,
-                                  SELECTION_PENALTY)
+from veil.histograms.dawa import PENALTY_SCHEDULE, SCHEDULE_MAX_N, SELECTION_PENALTY
 from veil.histograms.hdmm import P_CAP
 from veil.histograms.structurefirst import AUTHORS_GRID, NEIGHBOUR_VARIATION
 
@@ -14,7 +13,7 @@ DOC = (Path(__file__).resolve().parents[2] / "docs" / "histograms.md").read_text
 
 def test_guide_states_the_code_constants():
     assert f"SELECTION_PENALTY = {SELECTION_PENALTY:g}" in DOC
-    assert f"`1/eps2 + {SELECTION_PENALTY:g} * {PARTITION_NOISE:g}/eps1`" in DOC
+    assert f"`1/eps2 + {SELECTION_PENALTY:g} * 4/eps1`" in DOC
     steps = [f"{p:g} below {u:.2f}" for u, p in PENALTY_SCHEDULE[1:-1]]
     sched = (f"{PENALTY_SCHEDULE[0][1]:g} below `log10(s) = {PENALTY_SCHEDULE[0][0]:.2f}`, "
              + ", ".join(steps) + f", then {PENALTY_SCHEDULE[-1][1]:g}")

@@ -364,7 +364,7 @@ def _dawa_partition(x, *, use_noise=True, epsilon=EPS):
 
 
 def audit_dawa_partition(seed: int = 21) -> AuditResult:
-    """DAWA's L1 partition alone (noisy costs, Laplace 2/eps1) at eps1 = 1."""
+    """DAWA's L1 partition alone (noisy costs, Laplace 4/eps1) at eps1 = 1."""
     return dp_ratio_audit(_dawa_partition(_DP_A), _dawa_partition(_DP_B), _DP_EVENTS,
                           claimed_epsilon=EPS, n=_SG_N, seed=seed)
 
@@ -379,7 +379,7 @@ def canary_dawa_partition_from_true_counts(seed: int = 21) -> AuditResult:
 
 
 def canary_dawa_partition_noise_too_small(seed: int = 21) -> AuditResult:
-    """Broken: partition noise for 16 eps1 (scale 1/(8 eps1)) while claiming eps1."""
+    """Broken: partition noise for 16 eps1 (scale 1/(4 eps1)) while claiming eps1."""
     return dp_ratio_audit(_dawa_partition(_DP_A, epsilon=16 * EPS),
                           _dawa_partition(_DP_B, epsilon=16 * EPS), _DP_EVENTS,
                           claimed_epsilon=EPS, n=_SG_N, seed=seed)

@@ -3,13 +3,12 @@
 Stage 1, the **L1 partition** (``partition_fraction`` = 0.25 of epsilon, the
 authors' ratio): the candidate buckets are all intervals whose length is a
 power of two, at every offset (the authors' fast variant, the one DPBench
-runs). A bucket ``I`` costs its L1 deviation from its own median,
-``dev(I) = min_c sum_{i in I} |x_i - c|`` (how far the bucket is from flat; the
-authors measure it from the mean, see below for why veil does not), plus
-``1/eps2``, the expected absolute noise of the bucket's measured total. Every
-candidate's cost gets independent Laplace noise of scale ``2/eps1``, and the
-partition of least total noisy cost is found exactly by a shortest path over the
-intervals (O(n log n) candidates).
+runs). A bucket ``I`` costs its L1 deviation from its own mean,
+``dev(I) = sum_{i in I} |x_i - mean_I|`` (the bias of publishing the mean),
+plus ``1/eps2``, the expected absolute noise of the bucket's measured total.
+Every candidate's cost gets independent Laplace noise, and the partition of
+least total noisy cost is found exactly by a shortest path over the intervals
+(O(n log n) candidates).
 
 Stage 2, **GreedyH** (``eps2 = epsilon - eps1``): a binary hierarchy over the
 buckets; bottom up, each node chooses the share of the budget it keeps for its
@@ -19,39 +18,40 @@ children's ``(A^T A)^{-1}``); then every node with a positive weight ``w`` is
 measured (its total with noise of scale ``1 / (w eps2)``) and the bucket totals
 are the least-squares estimate, spread uniformly over each bucket's bins.
 
-Privacy of stage 1 (why the noise scale is ``2 / eps1``). Let ``x, x'`` differ
+Privacy of stage 1 (why the noise scale is ``4 / eps1``). Let ``x, x'`` differ
 by one record in bin ``j`` and let ``P`` be any partition. For every interval
-``I``, ``D_I = dev_{x'}(I) - dev_x(I)`` satisfies ``|D_I| <= 1``: for every fixed
-``c`` the sum ``sum_{i in I} |x_i - c|`` moves by at most 1 (only ``|x_j - c|``
-changes), so its minimum over ``c`` does too; and ``D_I = 0`` unless ``j`` is in
-``I``. Exactly one bucket ``I*`` of ``P`` contains ``j``; let
+``I``, ``D_I = dev_{x'}(I) - dev_x(I)`` satisfies ``|D_I| <= 2 (1 - 1/|I|) < 2``
+(the changed bin moves by 1 and the mean by ``1/|I|``) and ``D_I = 0`` unless
+``j`` is in ``I``. Exactly one bucket ``I*`` of ``P`` contains ``j``; let
 ``d = min_{I contains j} D_I``. Shift the noise of ``I*`` alone by
-``d - D_{I*}`` (``|d - D_{I*}| <= 2``). Under ``x'`` with the shifted noise the
-total of ``P`` changes by ``d``, and the total of any other partition changes by
-the ``D`` of its own bucket containing ``j``, which is ``>= d``: so ``P`` still
-has the least noisy cost. The shift moves one Laplace(``2/eps1``) coordinate by
-at most 2, which changes its density by at most ``e^eps1``; hence
-``Pr_x[P] <= e^eps1 Pr_x'[P]`` (and symmetrically).
+``d - D_{I*}`` (``|d - D_{I*}| < 4``). Under ``x'`` with the shifted noise the
+total of ``P`` changes by ``d``, and the total of any other partition changes
+by the ``D`` of its own bucket containing ``j``, which is ``>= d``: so ``P``
+still has the least noisy cost. The shift moves one Laplace(``4/eps1``)
+coordinate by less than 4, which changes its density by less than
+``e^eps1``; hence ``Pr_x[P] <= e^eps1 Pr_x'[P]`` (and symmetrically). The
+published DAWA code adds noise of about half this scale to non-singleton
+buckets only and clips noisy costs at 0; we do not use that argument (one
+shift cannot compensate clipped or noise-free candidates), so veil's noise is
+twice as large and every candidate, singletons included, is noised.
 
-Why the median and not the mean: the authors' cost, the deviation from the
-mean, moves by up to ``2 (1 - 1/|I|)`` in *either* direction (the changed bin by
-1, the mean by ``1/|I|`` against every other bin), so the shift above can reach
-almost 4 and the same argument needs noise ``4/eps1`` (veil used that until
-2026-12-07). The published DAWA code adds noise of about ``2/eps1`` to the
-mean's cost of non-singleton buckets only and clips noisy costs at 0; we do not
-use that argument (one shift cannot compensate clipped or noise-free
-candidates). With the median the bound is 1, so veil now noises every
-candidate, singletons included, at the authors' scale. Measured on the DPBench
-protocol (18 histograms, n = 1024, 10 trials; docs/benchmarks.md, "DAWA's
-partition cost"), the median's cost at ``2/eps1`` has 0.974x (prefix) and 0.949x
-(random ranges) the error of the mean's at ``4/eps1`` over all cells, 0.86-1.00x
-per cell except at eps x N = 100 (1.06x and 1.13x), with the same penalty
-schedule in units of the noise scale.
+Measured and not adopted (2026-12-07): the deviation from the *median*,
+``min_c sum |x_i - c|``, moves by at most 1 under one record (for each ``c`` one
+term moves), so the same shift argument gives ``eps1`` at ``2/eps1``, the
+authors' scale. On the DPBench protocol (18 histograms, n = 1024, 10 trials, the
+same penalty schedule in noise units) DAWA's error was 0.974x (prefix) and 0.949x
+(random ranges) this cost's over all cells, but 1.06x and 1.13x at eps N = 100,
+where the median's cost collapses the partition on six histograms; refitted on
+those rows, ``auto``'s held-out figures fell (prefix 97.2 % -> 93.5 % of cells
+within 1.15x of the best, worst 1.74 -> 4.81, and 1.08x Identity in one cell),
+and DAWA-2D's gains (0.96x) moved fewer map settings within 1.15x of the best.
+docs/benchmarks.md, "DAWA's partition cost: the median, measured and not
+adopted", has the figures and the commit that has the median's kernel.
 
 Without the clipping, the least noisy cost favours partitions into many small
 buckets whose noise happened to be negative (a minimum over many noisy paths),
 so each bucket also pays a public penalty of ``SELECTION_PENALTY`` (2.5) times
-the noise scale: ``bucket_cost = 1/eps2 + 2.5 * 2/eps1``. The penalty is a
+the noise scale: ``bucket_cost = 1/eps2 + 2.5 * 4/eps1``. The penalty is a
 constant, so the privacy argument above is unchanged. Its value was calibrated
 on the 18 DPBench histograms at n = 1024 (prefix and 2000 random ranges, eps in
 {0.01, 0.1, 1, 10}, scales 10^3, 10^5, 10^7, 3 trials, penalties 0-4 times the
@@ -79,10 +79,7 @@ release and the privacy argument is unchanged. Without ``N``, the constant
 at n = 64, 256 and 4096 (better than the constant at each); it is applied up to
 ``SCHEDULE_MAX_N`` = 4096 bins only: on the Hilbert-ordered 256 x 256 maps
 (n = 65536) it was up to 6.0x worse than the constant at low signal, where the
-per-bin signal is small but the data's total (``eps N``) is not. The constant
-and the schedule were fitted with the mean's cost at ``4/eps1``; they are kept,
-in units of the noise scale, for the median's cost at ``2/eps1`` (the
-comparison above ran with them).
+per-bin signal is small but the data's total (``eps N``) is not.
 
 Why the whole mechanism is eps-DP: stage 1 is ``eps1``-DP (above) and the
 partition is its only output; GreedyH's weights depend only on the partition
@@ -114,9 +111,9 @@ __all__ = ["dawa", "PARTITION_NOISE", "SELECTION_PENALTY", "PENALTY_SCHEDULE", "
 #: the grid of GreedyH (the share a node keeps for itself is a multiple of 1/GRID)
 GRID = 100
 
-#: the partition's Laplace noise scale times eps1: twice the sensitivity bound of one
-#: interval's cost (the module docstring's proof)
-PARTITION_NOISE = 2.0
+#: the partition's Laplace noise scale times eps1: twice the bound 2 on how far one record
+#: moves one interval's cost (the module docstring's proof)
+PARTITION_NOISE = 4.0
 
 #: extra cost per bucket, in units of the partition's noise scale (see the module docstring)
 SELECTION_PENALTY = 2.5
@@ -132,7 +129,7 @@ SCHEDULE_MAX_N = 4096
 
 def selection_penalty(*, epsilon: float, records_bound: float | None, n: int,
                       schedule=None) -> float:
-    """The selection penalty DAWA uses (units of the partition's noise scale ``2/eps1``).
+    """The selection penalty DAWA uses (units of the partition's noise scale ``4/eps1``).
 
     ``records_bound`` must be public (or a DP estimate): the penalty is then a
     public constant, which the privacy argument of stage 1 allows. Without it, or
@@ -161,11 +158,30 @@ def selection_penalty(*, epsilon: float, records_bound: float | None, n: int,
 
 # --------------------------------------------------------------------------- stage 1
 @njit
+def _deviations_numba(x, lengths):  # pragma: no cover - compiled
+    n = x.size
+    out = np.full((lengths.size, n), np.inf)
+    for k in range(lengths.size):
+        m = lengths[k]
+        s = 0.0
+        for i in range(m):
+            s += x[i]
+        for i in range(n - m + 1):
+            if i > 0:
+                s += x[i + m - 1] - x[i - 1]
+            mu = s / m
+            d = 0.0
+            for t in range(i, i + m):
+                v = x[t] - mu
+                d += v if v >= 0.0 else -v
+            out[k, i] = d
+    return out
+
+
+@njit
 def _deviations_rank_numba(x, lengths, uniq):  # pragma: no cover - compiled
-    # dev(I) = sum_{t in I} |x_t - v|, v a median of the window: with c and S_le the number
-    # and the sum of the window's values <= v, dev = (S - S_le) - (m - c) v + c v - S_le.
-    # A Fenwick tree over the ranks of the values in the sliding window finds v (its k-th
-    # smallest value, by descent) and c, S_le: O(n log V) per length
+    # dev(I) = 2 * sum_{t in I, x_t > mu} (x_t - mu) (the deviations sum to 0), from a
+    # Fenwick tree over the ranks of the values in the sliding window: O(n log V) per length
     n = x.size
     V = uniq.size
     rank = np.empty(n, dtype=np.int64)
@@ -178,9 +194,6 @@ def _deviations_rank_numba(x, lengths, uniq):  # pragma: no cover - compiled
             else:
                 hi = mid
         rank[t] = lo + 1
-    top = 1
-    while top * 2 <= V:
-        top *= 2
     out = np.full((lengths.size, n), np.inf)
     cnt = np.zeros(V + 1, dtype=np.int64)
     tot = np.zeros(V + 1)
@@ -198,7 +211,6 @@ def _deviations_rank_numba(x, lengths, uniq):  # pragma: no cover - compiled
                 cnt[j] += 1
                 tot[j] += x[t]
                 j += j & (-j)
-        half = (m + 1) // 2                 # the lower median is the half-th smallest value
         for i in range(n - m + 1):
             if i > 0:
                 a, b = i - 1, i + m - 1     # leaves, enters
@@ -213,28 +225,34 @@ def _deviations_rank_numba(x, lengths, uniq):  # pragma: no cover - compiled
                     cnt[j] += 1
                     tot[j] += x[b]
                     j += j & (-j)
-            pos = 0                         # largest pos with count(ranks <= pos) < half
+            mu = s / m
+            lo, hi = 0, V                   # number of distinct values <= mu
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if uniq[mid] <= mu:
+                    lo = mid + 1
+                else:
+                    hi = mid
             c = 0
             sl = 0.0
-            step = top
-            while step > 0:
-                q = pos + step
-                if q <= V and c + cnt[q] < half:
-                    pos = q
-                    c += cnt[q]
-                    sl += tot[q]
-                step //= 2
-            r = pos + 1                     # the median's rank; add the values equal to it
-            v = uniq[r - 1]
-            c2 = 0
-            s2 = 0.0
-            j = r
+            j = lo
             while j > 0:
-                c2 += cnt[j]
-                s2 += tot[j]
+                c += cnt[j]
+                sl += tot[j]
                 j -= j & (-j)
-            out[k, i] = (s - s2) - (m - c2) * v + c2 * v - s2
+            out[k, i] = 2.0 * ((s - sl) - (m - c) * mu)
     return out
+
+
+def _exact_in_float(x: np.ndarray) -> bool:
+    """Whether every deviation is an exact float64 for both kernels (so they agree bit for bit).
+
+    For integer counts every window mean ``S / 2^k`` is exact, and so is every partial sum of
+    ``|x_t - mu|`` (multiples of ``2^-k`` below ``2 S``) and ``(m - c) mu`` when
+    ``S * n < 2^52``.
+    """
+    return bool(x.size == 0 or (np.all(x >= 0) and np.all(x == np.floor(x))
+                                and float(x.sum()) * x.size < 2.0 ** 52))
 
 
 def _deviations_numpy(x: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -247,24 +265,20 @@ def _deviations_numpy(x: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         rows = max(1, 4_000_000 // int(m))
         for a in range(0, win.shape[0], rows):
             w = win[a:a + rows]
-            h = (int(m) - 1) // 2                  # the lower median, as the compiled kernel
-            med = np.partition(w, h, axis=1)[:, h:h + 1]
-            out[k, a:a + w.shape[0]] = np.abs(w - med).sum(axis=1)
+            out[k, a:a + w.shape[0]] = np.abs(w - w.mean(axis=1, keepdims=True)).sum(axis=1)
     return out
 
 
 def interval_deviations(counts, *, engine: str = "auto") -> tuple[np.ndarray, np.ndarray]:
-    """L1 deviation from the median of every interval ``[i, i + 2^k)`` of the histogram.
+    """L1 deviation from the mean of every interval ``[i, i + 2^k)`` of the histogram.
 
-    ``dev(I) = min_c sum_{i in I} |x_i - c|`` (the minimum is at a median of the interval's
-    counts). Returns ``(lengths, dev)``: ``dev[k, i]`` for the interval of length
-    ``lengths[k]`` starting at ``i`` (``inf`` where it would run past the end). A record
-    added or removed changes every ``dev(I)`` by at most 1 (the module docstring's proof
-    rests on that; the deviation from the mean can move by almost 2, both ways).
+    Returns ``(lengths, dev)``: ``dev[k, i]`` for the interval of length
+    ``lengths[k]`` starting at ``i`` (``inf`` where it would run past the end).
 
-    Compiled engine: an O(n log n)-per-length kernel (a Fenwick tree over the window's value
-    ranks finds its median and the count and sum of the values up to it). For integer counts
-    every term is an integer, so it returns the same floats as the numpy sums (tested).
+    Compiled engine: for integer counts (total x n < 2^52) an O(n log n)-per-length kernel
+    (``dev = 2 sum_{x_t > mean} (x_t - mean)`` from a Fenwick tree over the window's value
+    ranks), which returns the same floats as the direct O(n m) sums (every term is exact in
+    float64 there; tested); otherwise the direct sums.
 
     Examples
     --------
@@ -279,7 +293,9 @@ def interval_deviations(counts, *, engine: str = "auto") -> tuple[np.ndarray, np
     n = x.size
     lengths = 2 ** np.arange(int(math.floor(math.log2(n))) + 1, dtype=np.int64)
     if use_compiled(engine, 2.0 * n * n):
-        return lengths, _deviations_rank_numba(x, lengths, np.unique(x))
+        if _exact_in_float(x):   # O(n log n) per length; the same floats as the direct sums
+            return lengths, _deviations_rank_numba(x, lengths, np.unique(x))
+        return lengths, _deviations_numba(x, lengths)
     return lengths, _deviations_numpy(x, lengths)
 
 
@@ -349,9 +365,9 @@ def l1_partition(counts, *, epsilon: float, bucket_cost: float, rng, engine: str
     """DAWA's private L1 partition (eps-DP; proof in the module docstring); returns edges.
 
     Every interval of power-of-two length gets the cost ``dev(I) + bucket_cost``
-    (``dev``: :func:`interval_deviations`) plus Laplace noise of scale ``2 / epsilon``;
-    the partition of least total noisy cost is returned. ``use_noise=False`` (NOT
-    private) partitions the true costs: for tests and the audit's canary only.
+    plus Laplace noise of scale ``4 / epsilon``; the partition of least total
+    noisy cost is returned. ``use_noise=False`` (NOT private) partitions the
+    true costs: for tests and the audit's canary only.
     """
     x = as_counts(counts)
     lengths, dev = interval_deviations(x, engine=engine)
@@ -574,7 +590,7 @@ def dawa(counts, *, epsilon, partition_fraction: float = 0.25, workload="prefix"
     criterion : {'dawa', 'exact'}
         GreedyH's node error model (see :func:`greedy_h`).
     bucket_cost : float, optional
-        Cost of one bucket in the partition (default ``1/eps2 + penalty * 2/eps1``: the
+        Cost of one bucket in the partition (default ``1/eps2 + penalty * 4/eps1``: the
         authors' ``1/eps2`` plus the selection-bias penalty, see the module docstring and
         :func:`selection_penalty`).
     records_bound : float, optional
@@ -620,9 +636,9 @@ def dawa(counts, *, epsilon, partition_fraction: float = 0.25, workload="prefix"
                     "partition_noise_scale": PARTITION_NOISE / eps1,
                     "measured_nodes": int((strat.weight > 0).sum())},
                    {"partition": eps1, "buckets": eps2}, noise_scale=PARTITION_NOISE / eps1,
-                   notes=(NEIGHBOURS, "partition: noisy L1 costs (deviation from the median) of "
-                          "power-of-two intervals (Laplace 2/eps1, see veil.histograms.dawa); "
-                          "GreedyH weights from the partition and the public workload only", "float64 Laplace noise",
+                   notes=(NEIGHBOURS, "partition: noisy L1 costs of power-of-two intervals "
+                          "(Laplace 4/eps1, see veil.histograms.dawa); GreedyH weights from the "
+                          "partition and the public workload only", "float64 Laplace noise",
                           *((f"selection penalty {penalty:g}: the schedule is used up to "
                              f"{SCHEDULE_MAX_N} bins (measured there), not at n = {n}",)
                             if records_bound is not None and bucket_cost is None
