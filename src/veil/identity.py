@@ -343,7 +343,7 @@ def identity_of_files(paths: list[str | os.PathLike]) -> DatasetIdentity:
     elif kinds <= {".csv", ".tsv", ".txt"}:
         src, fmt = f"read_csv({lst}, header = true, all_varchar = true)", "csv"
     elif kinds <= {".json", ".jsonl", ".ndjson"}:
-        src, fmt = f"read_json_auto({lst})", "json"
+        src, fmt = sql.read_json(files), "json"
     else:
         raise DataError(f"cannot mix or read input kinds {sorted(kinds)}; use CSV, Parquet or "
                         "JSON", path=files[0])

@@ -101,7 +101,7 @@ def _source_sql(files: list[str], text_columns: list[str] | tuple[str, ...] = ()
             return f"read_csv({lst}, header=true, types={{{types}}})"
         return f"read_csv({lst}, header=true)"
     if kinds <= {".json", ".jsonl", ".ndjson"}:
-        return f"read_json_auto({lst})"
+        return sql.read_json(files)
     raise DataError(f"cannot mix or read input kinds {sorted(kinds)}; use CSV, Parquet or JSON",
                     path=files[0])
 

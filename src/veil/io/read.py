@@ -357,7 +357,7 @@ def _source_sql(path: Path, fmt: str, *, delimiter: str, header: bool,
         return f"read_csv({p}, {', '.join(opts)})"
     if fmt == "parquet":
         return sql.read_parquet(p)
-    return f"read_json_auto({p})"
+    return sql.read_json([path])
 
 
 def _internal(i: int) -> str:

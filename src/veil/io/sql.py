@@ -125,6 +125,35 @@ def read_parquet(files: str, *options: str) -> str:
     return f"read_parquet({', '.join([files, 'can_have_nan = true', *options])})"
 
 
+def _bom_array(p: str | os.PathLike) -> bool:
+    """Whether the file starts with a UTF-8 byte-order mark, then (after blanks) ``[``."""
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    return head.startswith(b"\xef\xbb\xbf") and head[3:].lstrip(b" \t\r\n").startswith(b"[")
+
+
+def read_json(files: Iterable[str | os.PathLike]) -> str:
+    """The DuckDB relation reading the JSON ``files`` (paths; one table).
+
+    Every JSON read of a user's file goes through it. DuckDB detects a JSON array and a
+    newline-delimited file by itself, except an array after a UTF-8 byte-order mark (as
+    Windows tools write it): ``read_json_auto`` read ``\\ufeff[{"lat": 1}, {"lat": 2}]`` as
+    *one* row of one column ``json`` holding the list. Such files are read with
+    ``format = 'array'``, which skips the mark; the others as before.
+
+    >>> read_json(["/d/a.json"])
+    "read_json_auto(['/d/a.json'])"
+    """
+    files = list(files)
+    lst = paths(files)
+    if files and all(_bom_array(f) for f in files):
+        return f"read_json({lst}, format = 'array')"
+    return f"read_json_auto({lst})"
+
+
 def glob(pattern: str) -> str:
     """A SQL literal for a glob pattern the user asked for explicitly (not escaped)."""
     return literal(pattern)

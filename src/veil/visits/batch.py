@@ -62,7 +62,7 @@ def _reader(path: str, fmt: str | None, delimiter: str | None = None) -> str:
     if ext == "parquet":
         return sql.read_parquet(lit)
     if ext in ("json", "ndjson", "jsonl"):
-        return f"read_json_auto({lit})"
+        return sql.read_json([path])
     # all_varchar: a user or category is read as written ("1e3", "2.50" and "1000", "2.5"
     # were four users; typed as numbers they became two, published as "1000.0" and "2.5")
     if delimiter is not None:  # given: used as is (else DuckDB's sniffer finds it)
