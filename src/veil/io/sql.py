@@ -126,7 +126,10 @@ def read_parquet(files: str, *options: str) -> str:
 
 
 def _bom_array(p: str | os.PathLike) -> bool:
-    """Whether the file starts with a UTF-8 byte-order mark, then (after blanks) ``[``."""
+    """Whether the file starts with a UTF-8 byte-order mark, then (after blanks) ``[``
+    (a regular file only: opening a FIFO to peek would block)."""
+    if not os.path.isfile(p):
+        return False
     try:
         with open(p, "rb") as fh:
             head = fh.read(4096)
