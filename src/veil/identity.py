@@ -306,6 +306,16 @@ def identity_of_file(path: str | os.PathLike, *, format: str | None = None,
         delimiter = "\t" if p.suffix.lower() in (".tsv", ".tab") else ","
     _check_file(p)
     with _identity_connection() as con:
+        if fmt == "json":  # JSON DuckDB cannot read as records: the readers' message
+            from .io.read import check_json_records, read_errors
+
+            raw = _source_sql(p, fmt, delimiter=delimiter, header=header, all_varchar=False)
+            try:
+                described = con.sql(f"DESCRIBE SELECT * FROM {raw}").fetchall()
+            except read_errors() as exc:
+                raise _duck_error(exc, p, fmt, delimiter, header) from None
+            check_json_records(con, p, [r[0] for r in described],
+                               [str(r[1]) for r in described])
         src = _source_sql(p, fmt, delimiter=delimiter, header=header, all_varchar=True)
         exact = names
         if exact is None and fmt == "csv" and header:

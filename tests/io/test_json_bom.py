@@ -4,8 +4,9 @@ Windows tools write a BOM in front of UTF-8 JSON. DuckDB's ``read_json_auto`` th
 ``\\ufeff[{...}, {...}]`` as one row of one column ``json`` holding the whole list: every
 command said ``column 'lat' is not one of ['json']``, and the content identity differed from
 the same data without the mark. Every JSON read goes through ``veil.io.sql.read_json``, which
-reads such a file with ``format = 'array'``. Each test fails on the code before the fix; the
-file names are hostile.
+reads such a file with ``format = 'array'``, and every JSON file with ``records = true``. The
+tests fail on the code before the fix, except the last one (a record keyed ``json``), which
+guards the other side; the file names are hostile.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from cli_cases import run_veil
+from veil.errors import DataError
 from veil.identity import identity_of_file, identity_of_files
 from veil.io import read_table
 
@@ -69,3 +71,28 @@ def test_batch_counts_of_a_marked_json_array_is_the_plain_files_job(tmp_path, mo
         assert res.code == 0, res.err
         parts.append(sorted((p.name, p.read_bytes()) for p in out.glob("part-*")))
     assert parts[0] and parts[0] == parts[1]
+
+
+@pytest.mark.parametrize("text", ["[]", "\ufeff[]", "[1, 2, 3]", "[[1, 2], [3]]", "\"a\"\n\"b\"\n"],
+                         ids=["empty", "bom-empty", "numbers", "lists", "ndjson-strings"])
+def test_json_without_records_is_named_as_such(tmp_path, text):
+    """DuckDB read these as one column ``json``; the commands then said ``column 'lat' is not
+    one of ['json']``, and a file whose one key is ``json`` was indistinguishable. JSON is read
+    with ``records = true``, and the message says what veil reads."""
+    f = tmp_path / f"{NAME}odd.json"
+    f.write_bytes(text.encode())
+    with pytest.raises(DataError, match="holds no JSON records") as info:
+        read_table(f)
+    assert f.name in str(info.value)
+    res = run_veil(["map", "publish", f.name, "--protects", "record", "--bbox", "0,0,1,1",
+                    "--grid", "4x4", "-e", "1", "-o", "m.csv"], tmp_path)
+    assert res.code == 2 and f"file {f.name}: holds no JSON records" in res.err, res.err
+    assert not (tmp_path / "m.csv").exists()
+
+
+def test_a_record_whose_one_key_is_json_is_still_a_record(tmp_path):
+    """The other side of the test above (it passed before the change too)."""
+    f = tmp_path / "k.json"
+    f.write_text('[{"json": 5}, {"json": 7}]')
+    t = read_table(f)
+    assert t.column_names == ["json"] and t.column("json").to_pylist() == [5, 7]

@@ -407,11 +407,15 @@ def _json_keys(con, path: Path) -> set[str]:
     return {r[0] for r in rows}
 
 
-def _exact_names(con, path: Path, fmt: str, duck: list[str], *, delimiter: str, header: bool,
-                 names: list[str] | None, types: list[str] | None = None) -> list[str]:
-    """The file's column names as written, in file order (DuckDB's ``duck`` names may differ)."""
+def check_json_records(con, path: Path, duck: list[str], types: list[str] | None) -> None:
+    """Refuse a JSON file DuckDB could not read as columns of records (it then reads one
+    column ``json``): records with a blank key or different keys (one MAP column), and JSON
+    without records (an empty array, numbers, lists). A file whose records have the one key
+    ``"json"`` is read the same way by DuckDB and passes."""
     spath = str(path)
-    if fmt == "json" and duck == ["json"] and types and types[0].upper().startswith("MAP"):
+    if duck != ["json"]:
+        return
+    if types and types[0].upper().startswith("MAP"):
         # DuckDB falls back to one MAP column when it cannot make columns of the keys
         keys = _json_keys(con, path)
         if keys != {"json"}:
@@ -419,6 +423,23 @@ def _exact_names(con, path: Path, fmt: str, duck: list[str], *, delimiter: str, 
                    f"the records have {len(keys)} different keys")
             raise DataError(f"the JSON records cannot be read as columns ({why}); give every "
                             f"record the same non-blank keys", path=spath)
+        return
+    fmt_opt = ", format = 'array'" if sql._bom_array(path) else ""
+    ((objects,),) = con.sql(f"SELECT count(*) FILTER (WHERE json_type(json) = 'OBJECT') "
+                            f"FROM read_json_objects({sql.path(path)}{fmt_opt})").fetchall()
+    if not objects:
+        raise DataError("holds no JSON records: veil reads an array of objects "
+                        "([{\"lat\": ..., \"lon\": ...}, ...]) or one object per line; "
+                        "this file is an empty array or holds values that are not objects",
+                        path=spath)
+
+
+def _exact_names(con, path: Path, fmt: str, duck: list[str], *, delimiter: str, header: bool,
+                 names: list[str] | None, types: list[str] | None = None) -> list[str]:
+    """The file's column names as written, in file order (DuckDB's ``duck`` names may differ)."""
+    spath = str(path)
+    if fmt == "json":
+        check_json_records(con, path, duck, types)
     if names is not None:
         if fmt != "csv":
             raise ParameterError("names= only applies to CSV files")
