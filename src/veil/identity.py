@@ -306,16 +306,6 @@ def identity_of_file(path: str | os.PathLike, *, format: str | None = None,
         delimiter = "\t" if p.suffix.lower() in (".tsv", ".tab") else ","
     _check_file(p)
     with _identity_connection() as con:
-        if fmt == "json":  # JSON DuckDB cannot read as records: the readers' message
-            from .io.read import check_json_records, read_errors
-
-            raw = _source_sql(p, fmt, delimiter=delimiter, header=header, all_varchar=False)
-            try:
-                described = con.sql(f"DESCRIBE SELECT * FROM {raw}").fetchall()
-            except read_errors() as exc:
-                raise _duck_error(exc, p, fmt, delimiter, header) from None
-            check_json_records(con, p, [r[0] for r in described],
-                               [str(r[1]) for r in described])
         src = _source_sql(p, fmt, delimiter=delimiter, header=header, all_varchar=True)
         exact = names
         if exact is None and fmt == "csv" and header:
@@ -329,6 +319,12 @@ def identity_of_file(path: str | os.PathLike, *, format: str | None = None,
         ident = _identity_sql(con, src, str(p), {"csv": "CSV", "parquet": "Parquet",
                                                  "json": "JSON"}.get(fmt, fmt),
                               error=lambda exc: _duck_error(exc, p, fmt, delimiter, header))
+        if fmt == "json" and [c.name for c in ident.columns] == ["json"]:
+            # DuckDB's one column for JSON it cannot read as records: the readers' message
+            from .io.read import check_json_records
+
+            types = [str(r[1]) for r in con.sql(f"DESCRIBE SELECT * FROM {src}").fetchall()]
+            check_json_records(con, p, ["json"], types)
     if exact is None:
         return ident
     named = {f"c{i}": n for i, n in enumerate(exact)}

@@ -96,3 +96,12 @@ def test_a_record_whose_one_key_is_json_is_still_a_record(tmp_path):
     f.write_text('[{"json": 5}, {"json": 7}]')
     t = read_table(f)
     assert t.column_names == ["json"] and t.column("json").to_pylist() == [5, 7]
+
+
+def test_a_marked_array_with_a_blank_key_names_the_blank_key(tmp_path):
+    """The blank-key check read the file's objects without the array format, so behind a
+    byte-order mark it saw one array and reported "the records have 0 different keys"."""
+    f = tmp_path / f"{NAME}blank.json"
+    f.write_bytes(b'\xef\xbb\xbf' + json.dumps([{"lat": 1.0, "": "x"}]).encode())
+    with pytest.raises(DataError, match="a record has a blank key"):
+        read_table(f)

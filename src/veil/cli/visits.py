@@ -375,8 +375,6 @@ def _read_target(spec, tax, depth, user_column, category_column):
 
 def _per_user_targets(path, users, domain, tax, depth, user_column, category_column, source):
     """Dense per-user targets from a long file (user, category, weight)."""
-    import duckdb
-
     from ..io import sql
     from ..io.read import shared_sql
 

@@ -403,7 +403,7 @@ def _check_unique(names: list[str], path: str) -> None:
 def _json_keys(con, path: Path) -> set[str]:
     """Every top-level key of a JSON file's records (error path of a suspected rename)."""
     rows = con.sql(f"SELECT DISTINCT unnest(json_keys(json)) FROM "
-                   f"read_json_objects({sql.path(path)})").fetchall()
+                   f"{sql.read_json_objects(path)}").fetchall()
     return {r[0] for r in rows}
 
 
@@ -424,9 +424,8 @@ def check_json_records(con, path: Path, duck: list[str], types: list[str] | None
             raise DataError(f"the JSON records cannot be read as columns ({why}); give every "
                             f"record the same non-blank keys", path=spath)
         return
-    fmt_opt = ", format = 'array'" if sql._bom_array(path) else ""
     ((objects,),) = con.sql(f"SELECT count(*) FILTER (WHERE json_type(json) = 'OBJECT') "
-                            f"FROM read_json_objects({sql.path(path)}{fmt_opt})").fetchall()
+                            f"FROM {sql.read_json_objects(path)}").fetchall()
     if not objects:
         raise DataError("holds no JSON records: veil reads an array of objects "
                         "([{\"lat\": ..., \"lon\": ...}, ...]) or one object per line; "

@@ -157,6 +157,17 @@ def read_json(files: Iterable[str | os.PathLike]) -> str:
     return f"read_json_auto({lst})"
 
 
+def read_json_objects(p: str | os.PathLike) -> str:
+    """DuckDB's ``read_json_objects`` of one JSON file (one row per top-level value, column
+    ``json``), reading an array after a byte-order mark as :func:`read_json` does.
+
+    >>> read_json_objects("/d/a.json")
+    "read_json_objects('/d/a.json')"
+    """
+    fmt = ", format = 'array'" if _bom_array(p) else ""
+    return f"read_json_objects({path(p)}{fmt})"
+
+
 def glob(pattern: str) -> str:
     """A SQL literal for a glob pattern the user asked for explicitly (not escaped)."""
     return literal(pattern)

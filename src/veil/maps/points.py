@@ -439,8 +439,6 @@ def _grid_counts(path, grid, *, lat, lon, user, time, protects, m, start, end, f
                  delimiter, csv_header, rng, memory_limit, threads, source_sql) -> PointCounts:
     g = make_rng(rng)
     salt = int(g.integers(0, 2**62))
-    import duckdb
-
     con = _connect()  # spills into a private directory, removed on close
     try:
         con.execute(f"SET memory_limit = {sql.literal(memory_limit)}")

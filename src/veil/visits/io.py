@@ -62,8 +62,6 @@ def read_profile(path: str | Path, *, what: str = "histogram", delimiter: str | 
             if isinstance(v, int) and abs(v) >= EXACT_LIMIT:  # before float64 rounds it
                 _too_large(what, k, v, p)
         return labels, _checked(labels, np.asarray(vals, dtype=np.float64), what, p)
-    import duckdb
-
     from ..io.read import duckdb_read_error, read_errors, shared_sql
 
     lit = sql.path(p)
