@@ -430,3 +430,34 @@ def test_a_signal_between_the_renames_leaves_both_files_or_neither(tmp_path, mon
     assert res.code == code and res.err.strip().splitlines()[-1:] == [last], res.err
     assert [n for n in listing(tmp_path) if not n.startswith("home")] == ["h.csv"]
     assert set(_ledger_states(home)) <= {"released"}, _ledger_states(home)  # none spent
+
+
+@pytest.mark.parametrize("sig,code,last", [(signal.SIGINT, 130, "veil: interrupted"),
+                                           (signal.SIGTERM, 143, "veil: terminated")],
+                         ids=["SIGINT", "SIGTERM"])
+def test_a_signal_right_after_a_temp_file_is_created_leaves_nothing(tmp_path, monkeypatch, sig,
+                                                                    code, last):
+    """CI caught `test_sigint_exits_130_and_leaves_nothing[writing]` once with
+    `.veil-tmp-out.csv.*.tmp` left behind: the signal (sent as soon as the temporary file
+    appears) landed between mkstemp's create and atomic_paths noting the file. The file is now
+    noted before it is created. Here the signal lands deterministically right after the
+    create (the first ``os.close`` of a descriptor the writer opened)."""
+    import veil.io.write as write
+
+    monkeypatch.setenv("VEIL_HOME", str(tmp_path / "home"))
+    (tmp_path / "h.csv").write_text("count\n1\n2\n3\n")
+    real_close = os.close
+    sent = []
+
+    def close_then_signal(fd):
+        real_close(fd)
+        if not sent and any(".veil-tmp-o.csv" in n for n in os.listdir(tmp_path)):
+            sent.append(fd)
+            os.kill(os.getpid(), sig)  # the handler runs at Python's next check: right here
+
+    monkeypatch.setattr(write.os, "close", close_then_signal)
+    res = run_veil(["noise", "counts", "h.csv", "-c", "count", "-e", "1", "-o", "o.csv"],
+                   tmp_path)
+    assert sent, "no temporary file was created"
+    assert res.code == code and res.err.strip().splitlines()[-1:] == [last], res.err
+    assert [n for n in listing(tmp_path) if not n.startswith("home")] == ["h.csv"]

@@ -8,8 +8,9 @@ temporary file is removed and the target is left as it was.
 Output safety (every writer, library and command line alike):
 
 - a target that is a symbolic link is refused: veil never writes through a link;
-- temporary files are created with ``O_EXCL`` (``mkstemp``) in the target's folder, and
-  the rename is refused if the temporary file was swapped for another file or a link;
+- temporary files are created with ``O_EXCL | O_NOFOLLOW`` in the target's folder (recorded
+  for the clean-up before they exist), and the rename is refused if the temporary file was
+  swapped for another file or a link;
 - inside :func:`output_policy` (which every ``veil`` command that writes files sets up),
   a target that is one of the command's inputs (the same file by ``os.path.samefile``:
   the same path, a hard link, or a file inside an input folder) is refused even with
@@ -23,6 +24,7 @@ import contextvars
 import errno
 import json
 import os
+import secrets
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
@@ -174,7 +176,7 @@ def check_output_target(target: str | os.PathLike, name: str = "output") -> Path
 def _final_mode(target: Path) -> int:
     """Permissions for a new output: the old file's, else 0o666 minus the umask.
 
-    (``mkstemp`` creates 0o600 files; an output should be as readable as any other.)
+    (temporary files are created 0o600; an output should be as readable as any other.)
     """
     try:
         return target.stat().st_mode & 0o7777
@@ -248,6 +250,28 @@ def _naming_outputs(exc: OSError, finals: list[Path]) -> OSError:
     return OSError(exc.errno, f"cannot write {names}: {exc.strerror}")
 
 
+def _new_temp(final: Path, temps: list[Path]) -> str:
+    """Create an empty temporary file beside ``final`` and record it in ``temps`` *before* it
+    exists, so that an interrupt at any point leaves nothing the clean-up cannot find (with
+    ``mkstemp`` a Ctrl-C between its create and the caller's append left the file behind).
+    ``O_CREAT | O_EXCL | O_NOFOLLOW``: never an existing file or a planted link."""
+    folder = final.parent if str(final.parent) else Path(".")
+    for _ in range(100):
+        tmp = folder / f"{_TMP_PREFIX}{final.name}.{secrets.token_hex(6)}.tmp"
+        temps.append(tmp)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:  # not ours: never cleaned up as ours
+            temps.pop()
+            continue
+        except OSError as exc:  # a read-only or full folder: name the output, not a temp
+            temps.pop()
+            raise OSError(exc.errno, f"cannot write {str(final)!r}: {exc.strerror}") from None
+        os.close(fd)
+        return os.fspath(tmp)
+    raise FileExistsError(f"cannot create a temporary file beside {str(final)!r}")
+
+
 @contextlib.contextmanager
 def atomic_paths(*targets: str | os.PathLike) -> Iterator[list[Path]]:
     """Yield temporary paths for several targets; commit all of them or none.
@@ -273,15 +297,7 @@ def atomic_paths(*targets: str | os.PathLike) -> Iterator[list[Path]]:
     token = None
     try:
         for final in finals:
-            # mkstemp opens with O_CREAT | O_EXCL: never an existing file or a planted link
-            try:
-                fd, name = tempfile.mkstemp(prefix=_TMP_PREFIX + final.name + ".", suffix=".tmp",
-                                            dir=final.parent if str(final.parent) else ".")
-            except OSError as exc:  # a read-only or full folder: name the output, not a temp
-                raise OSError(exc.errno, f"cannot write {str(final)!r}: {exc.strerror}"
-                              ) from None
-            os.close(fd)
-            temps.append(Path(name))
+            name = _new_temp(final, temps)
             os.chmod(name, _final_mode(final))
         token = _OWN_TEMPS.set(_OWN_TEMPS.get() | {os.fspath(t) for t in temps})
         yield temps
