@@ -400,6 +400,30 @@ def test_a_ledger_write_that_fails_half_way_names_the_ledger(tmp_path):
     assert not (tmp_path / "o.csv").exists()
 
 
+def _signal_once_inside(tmp_path, monkeypatch, sig, name, when):
+    """Run `noise counts h.csv -o o.csv` with ``veil.io.write.os.<name>`` wrapped to send
+    ``sig`` to this process once, right after the first call for which ``when(*args)``
+    holds (the handler runs at Python's next check: right there). Returns (result, sent)."""
+    import veil.io.write as write
+
+    monkeypatch.setenv("VEIL_HOME", str(tmp_path / "home"))
+    (tmp_path / "h.csv").write_text("count\n1\n2\n3\n")
+    real = getattr(os, name)
+    sent = []
+
+    def wrapped(*args, **kwargs):
+        out = real(*args, **kwargs)
+        if not sent and when(*args):
+            sent.append(args)
+            os.kill(os.getpid(), sig)
+        return out
+
+    monkeypatch.setattr(write.os, name, wrapped)
+    res = run_veil(["noise", "counts", "h.csv", "-c", "count", "-e", "1", "-o", "o.csv"],
+                   tmp_path)
+    return res, sent
+
+
 @pytest.mark.parametrize("sig,code,last", [(signal.SIGINT, 130, "veil: interrupted"),
                                            (signal.SIGTERM, 143, "veil: terminated")],
                          ids=["SIGINT", "SIGTERM"])
@@ -409,23 +433,10 @@ def test_a_signal_between_the_renames_leaves_both_files_or_neither(tmp_path, mon
     it, published the data file without its sidecar, and the ledger charged the run (an outside
     probe held the rename with strace). The signals are now held during the renames and raised
     after the last one, where the clean-up removes the set: neither file, nothing charged."""
-    import veil.io.write as write
-
     home = tmp_path / "home"
-    monkeypatch.setenv("VEIL_HOME", str(home))
-    (tmp_path / "h.csv").write_text("count\n1\n2\n3\n")
-    real_replace = os.replace
-    sent = []
-
-    def replace_then_signal(src, dst, *a, **k):
-        real_replace(src, dst, *a, **k)
-        if os.path.basename(os.fspath(dst)) == "o.csv" and not sent:
-            sent.append(dst)
-            os.kill(os.getpid(), sig)  # the handler runs at Python's next check: right here
-
-    monkeypatch.setattr(write.os, "replace", replace_then_signal)
-    res = run_veil(["noise", "counts", "h.csv", "-c", "count", "-e", "1", "-o", "o.csv"],
-                   tmp_path)
+    res, sent = _signal_once_inside(
+        tmp_path, monkeypatch, sig, "replace",
+        lambda src, dst, *a: os.path.basename(os.fspath(dst)) == "o.csv")
     assert sent, "the data file was never renamed"
     assert res.code == code and res.err.strip().splitlines()[-1:] == [last], res.err
     assert [n for n in listing(tmp_path) if not n.startswith("home")] == ["h.csv"]
@@ -442,22 +453,9 @@ def test_a_signal_right_after_a_temp_file_is_created_leaves_nothing(tmp_path, mo
     appears) landed between mkstemp's create and atomic_paths noting the file. The file is now
     noted before it is created. Here the signal lands deterministically right after the
     create (the first ``os.close`` of a descriptor the writer opened)."""
-    import veil.io.write as write
-
-    monkeypatch.setenv("VEIL_HOME", str(tmp_path / "home"))
-    (tmp_path / "h.csv").write_text("count\n1\n2\n3\n")
-    real_close = os.close
-    sent = []
-
-    def close_then_signal(fd):
-        real_close(fd)
-        if not sent and any(".veil-tmp-o.csv" in n for n in os.listdir(tmp_path)):
-            sent.append(fd)
-            os.kill(os.getpid(), sig)  # the handler runs at Python's next check: right here
-
-    monkeypatch.setattr(write.os, "close", close_then_signal)
-    res = run_veil(["noise", "counts", "h.csv", "-c", "count", "-e", "1", "-o", "o.csv"],
-                   tmp_path)
+    res, sent = _signal_once_inside(
+        tmp_path, monkeypatch, sig, "close",
+        lambda fd: any(".veil-tmp-o.csv" in n for n in os.listdir(tmp_path)))
     assert sent, "no temporary file was created"
     assert res.code == code and res.err.strip().splitlines()[-1:] == [last], res.err
     assert [n for n in listing(tmp_path) if not n.startswith("home")] == ["h.csv"]
