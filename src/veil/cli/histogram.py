@@ -30,6 +30,7 @@ OPTION_METHODS: dict[str, tuple[str, tuple[str, ...]]] = {
     "k": ("--k", ("structurefirst", "optimized-structurefirst", "sort-and-group")),
     "count_bound": ("--count-bound", ("structurefirst", "optimized-structurefirst")),
     "branching": ("--branching", ("boost", "structurefirst")),
+    "buckets": ("--buckets", ("coarse",)),
 }
 
 
@@ -133,7 +134,8 @@ def parse_bins(spec: Optional[str], *, values: Optional[np.ndarray],
 
 #: The library's names of the options of ``publish`` (its refusals name the option).
 PUBLISH_OPTIONS = {"k": "--k", "count_bound": "--count-bound", "records_bound": "--records-bound",
-                   "branching": "--branching", "max_records": "--max-records", "seed": "--seed"}
+                   "branching": "--branching", "buckets": "--buckets", "max_records": "--max-records",
+                   "seed": "--seed"}
 
 
 @app.command("publish")
@@ -152,7 +154,7 @@ def publish_cmd(
                                        "--bins-from-data just a number of bins."),
     method: str = typer.Option("auto", "--method", "-m", help="identity, noisefirst, "
                                "structurefirst, optimized-structurefirst, boost, hb, "
-                               "sort-and-group, ahp, dawa, hdmm, mwem or auto."),
+                               "sort-and-group, ahp, dawa, hdmm, mwem, coarse or auto."),
     bins_from_data: bool = typer.Option(False, "--bins-from-data", help="Take the bin range "
                                         "from the data's min/max (NOT private; warns)."),
     counts: bool = typer.Option(False, "--counts", help="The column already holds one "
@@ -165,9 +167,13 @@ def publish_cmd(
                                                   "bound on the number of records (auto: "
                                                   "without it auto spends a small share of "
                                                   "epsilon on a noisy total; dawa: its "
-                                                  "selection penalty; optimized-"
+                                                  "selection penalty; coarse: its number "
+                                                  "of buckets; optimized-"
                                                   "structurefirst: its budget split)."),
     branching: Optional[int] = typer.Option(None, "--branching", help="Tree arity (boost)."),
+    buckets: Optional[int] = typer.Option(None, "--buckets", help="Public number of "
+                                          "equal-width buckets (coarse; default: from the "
+                                          "signal epsilon x records)."),
     user_column: Optional[str] = typer.Option(
         None, "--user-column", help="Column naming each record's person: with --max-records, "
         "the histogram protects people (every record of a user), not single records."),
@@ -255,7 +261,8 @@ def publish_cmd(
                                    from_data=True)
             lower, upper = edges[:-1], edges[1:]
         given = {key: v for key, v in (("k", k), ("count_bound", count_bound),
-                                        ("branching", branching)) if v is not None}
+                                        ("branching", branching), ("buckets", buckets))
+                 if v is not None}
         params = mechanism_options(method, given)
         from ..histograms.api import check_options
 

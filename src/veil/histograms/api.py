@@ -21,10 +21,10 @@ __all__ = ["publish", "publish_records", "publish_binned_records", "publish_boun
            "check_options"]
 
 METHODS = ("identity", "noisefirst", "structurefirst", "optimized-structurefirst", "boost",
-           "hb", "sort-and-group", "ahp", "dawa", "hdmm", "mwem", "auto")
+           "hb", "sort-and-group", "ahp", "dawa", "hdmm", "mwem", "coarse", "auto")
 
 #: methods that take the public ``workload`` they should answer well
-WORKLOAD_AWARE = ("dawa", "hdmm", "mwem")
+WORKLOAD_AWARE = ("dawa", "hdmm", "mwem", "coarse")
 
 #: ``auto``'s rule: Identity from ``exact_epsilon`` on; below it, per workload class,
 #: ``(upper bound on log10(signal), method)`` in order,
@@ -165,6 +165,8 @@ def check_options(method: str, n: int, *, records_bound=None, **params) -> None:
         check_k_bins(params["k"], n)
     if params.get("branching") is not None:
         check_branching(params["branching"], n)
+    if params.get("buckets") is not None:
+        check_int(params["buckets"], "buckets", minimum=1, maximum=n)
     if method in ("structurefirst", "optimized-structurefirst") or (
             method == "auto" and params.get("count_bound") is not None):
         check_count_bound(params.get("count_bound"))
@@ -173,6 +175,7 @@ def check_options(method: str, n: int, *, records_bound=None, **params) -> None:
 def _mechanism(method: str):
     """The function implementing ``method`` (not ``'auto'``)."""
     from . import basic, sortgroup, structurefirst, tree
+    from .coarse import coarse as coarse_fn
     from .dawa import dawa as dawa_fn
     from .hdmm import hdmm as hdmm_fn
     from .mwem import mwem as mwem_fn
@@ -189,6 +192,7 @@ def _mechanism(method: str):
         "dawa": dawa_fn,
         "hdmm": hdmm_fn,
         "mwem": mwem_fn,
+        "coarse": coarse_fn,
     }[method]
 
 
@@ -532,16 +536,16 @@ def _publish_counts(counts, *, epsilon, method: str = "auto", rng=None, records_
         if method == "optimized-structurefirst":  # no bin holds more than N records
             params.setdefault("count_bound", N)
             params.setdefault("records_bound", N)
-        if method == "dawa":  # its selection penalty follows the signal
+        if method in ("dawa", "coarse"):  # its penalty / bucket count follows the signal
             params.setdefault("records_bound", N)
         b_run = inner
     else:
         b_run = b
         if records_bound is not None:
             check_positive(records_bound, "records_bound")
-            if method in ("optimized-structurefirst", "dawa"):
+            if method in ("optimized-structurefirst", "dawa", "coarse"):
                 # it tightens optimized StructureFirst's budget-split model; it sets
-                # DAWA's selection penalty from the signal
+                # DAWA's selection penalty and coarse's number of buckets from the signal
                 params["records_bound"] = records_bound
     fn = _mechanism(method)
     if method in ("structurefirst", "optimized-structurefirst"):

@@ -506,6 +506,103 @@ def audit_structurefirst_end_to_end(seed: int = 25) -> AuditResult:
                           _e2e_events(), claimed_epsilon=EPS, n=_SG_N, seed=seed)
 
 
+# --------------------------------------------------------------------------- coarse
+# two bins; with the noisy-total path their true totals 3 and 4 sit on the two sides of the
+# bucket rule's step from 1 to 2 buckets at eps 1 (coarse_buckets: 1 at N = 3, 2 at N = 4)
+_CO_A, _CO_B = np.array([3, 0]), np.array([3, 1])
+
+
+def _coarse_events():
+    ev = [Event("one bucket (bin0 == bin1)", lambda v: np.isclose(v[:, 0], v[:, 1]))]
+    ev += events_threshold(lambda v: v[:, 1], np.arange(-2.0, 5.0, 1.0), "bin1")
+    ev += events_threshold(lambda v: v[:, 1] - v[:, 0], np.arange(-5.0, 3.0, 1.0), "bin1-bin0")
+    return ev
+
+
+def _coarse_broken(x, *, true_total=False, scale_factor=1.0, records_bound=None):
+    """coarse's steps with one broken (canaries only), on many samples at once: the bucket
+    count from the true total (``true_total``) or the measurement noise times
+    ``scale_factor``. The least-squares step is linear in the noisy node totals, so it is
+    applied as a matrix (built with :func:`tree_gls` on unit vectors)."""
+    from .coarse import coarse_buckets, equal_width_edges
+    from .dawa import greedy_h, tree_gls
+    from .workload import RangeWorkload
+
+    frac = 0.05
+    w = RangeWorkload.from_spec("prefix", x.size)
+
+    def sample(n, g):
+        if records_bound is not None:
+            eps_m = EPS
+            counts = np.full(n, coarse_buckets(epsilon=EPS, records_bound=records_bound,
+                                               n=x.size))
+        else:
+            eps_m = EPS * (1 - frac)
+            if true_total:
+                tot = np.full(n, float(x.sum()))
+            else:
+                tot = geometric_mechanism(np.full(n, int(x.sum())), epsilon=EPS * frac,
+                                          rng=g).value.astype(float)
+            counts = np.array([coarse_buckets(epsilon=eps_m, records_bound=max(t, 1.0),
+                                              n=x.size) for t in tot])
+        out = np.empty((n, x.size))
+        for B in np.unique(counts):
+            rows = np.flatnonzero(counts == B)
+            edges = equal_width_edges(x.size, int(B))
+            strat = greedy_h(edges, w)
+            P = np.concatenate(([0], np.cumsum(x)))
+            node_tot = (P[edges[strat.hi]] - P[edges[strat.lo]]).astype(float)
+            on = strat.weight > 0
+            scale = np.zeros(strat.weight.size)
+            scale[on] = scale_factor / (strat.weight[on] * eps_m)
+            var = np.where(on, 2.0 * scale ** 2, np.inf)
+            M = np.stack([tree_gls(strat, e, var) for e in np.eye(strat.weight.size)], axis=1)
+            Y = np.where(on, node_tot + g.laplace(0.0, 1.0, (rows.size, on.size)) * scale, 0.0)
+            est = Y @ M.T
+            lengths = np.diff(edges)
+            out[rows] = np.repeat(est / lengths, lengths, axis=1)
+        return out
+    return sample
+
+
+def audit_coarse(seed: int = 28) -> AuditResult:
+    """coarse end to end through ``coarse()``, its bucket count from a noisy total."""
+    from .coarse import coarse
+
+    return dp_ratio_audit(_per_call(coarse, _CO_A), _per_call(coarse, _CO_B), _coarse_events(),
+                          claimed_epsilon=EPS, n=_SG_N, seed=seed)
+
+
+def audit_coarse_records_bound(seed: int = 29) -> AuditResult:
+    """coarse end to end with a public records bound (two buckets: the totals measured)."""
+    from .coarse import coarse
+
+    return dp_ratio_audit(_per_call(coarse, _CO_A, records_bound=4.0),
+                          _per_call(coarse, _CO_B, records_bound=4.0), _coarse_events(),
+                          claimed_epsilon=EPS, n=_SG_N, seed=seed)
+
+
+def canary_coarse_buckets_from_true_total(seed: int = 28) -> AuditResult:
+    """Broken: the bucket count from the true number of records (no noisy total)."""
+    return dp_ratio_audit(_coarse_broken(_CO_A, true_total=True),
+                          _coarse_broken(_CO_B, true_total=True), _coarse_events(),
+                          claimed_epsilon=EPS, n=2_000, seed=seed)
+
+
+def canary_coarse_half_noise(seed: int = 29) -> AuditResult:
+    """Broken: the bucket totals measured with half the noise (records bound 4: 2 buckets)."""
+    return dp_ratio_audit(_coarse_broken(_CO_A, scale_factor=0.5, records_bound=4.0),
+                          _coarse_broken(_CO_B, scale_factor=0.5, records_bound=4.0),
+                          _coarse_events(), claimed_epsilon=EPS, n=N, seed=seed)
+
+
+def audit_coarse_batch(seed: int = 30) -> AuditResult:
+    """The canaries' batch sampler with nothing broken (noisy total): it passes, so the
+    canaries fail because of what they break, not because of the sampler."""
+    return dp_ratio_audit(_coarse_broken(_CO_A), _coarse_broken(_CO_B), _coarse_events(),
+                          claimed_epsilon=EPS, n=N, seed=seed)
+
+
 AUDITS = {
     "identity": audit_identity,
     "boost": audit_boost,
@@ -524,6 +621,9 @@ AUDITS = {
     "mwem": audit_mwem,
     "structurefirst": audit_structurefirst_end_to_end,
     "optimized-structurefirst/averaging": audit_optimized_structurefirst_averaging,
+    "coarse": audit_coarse,
+    "coarse/records-bound": audit_coarse_records_bound,
+    "coarse/batch-sampler": audit_coarse_batch,
 }
 CANARIES = {
     "identity/half-noise": canary_identity_half_noise,
@@ -541,10 +641,12 @@ CANARIES = {
     "hdmm/sensitivity-halved": canary_hdmm_sensitivity_halved,
     "hdmm/release-sensitivity-halved": canary_hdmm_release_sensitivity_halved,
     "mwem/measurement-without-noise": canary_mwem_measurement_without_noise,
+    "coarse/buckets-from-true-total": canary_coarse_buckets_from_true_total,
+    "coarse/half-noise": canary_coarse_half_noise,
 }
 #: audits that call the mechanism once per sample (tens of seconds): pytest.mark.slow
 SLOW = {"sort-and-group", "ahp", "sort-and-group/second-step-unpaid",
         "sort-and-group/true-sort", "noisefirst", "dawa", "dawa/records-bound",
         "optimized-structurefirst",
         "dawa/partition", "dawa/partition-noise-too-small", "mwem", "structurefirst",
-        "optimized-structurefirst/averaging"}
+        "optimized-structurefirst/averaging", "coarse", "coarse/records-bound"}
