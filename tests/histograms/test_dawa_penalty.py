@@ -88,13 +88,18 @@ def test_publish_passes_the_bound_to_dawa_and_auto_passes_its_total():
     assert r.parameters["records_bound"] == 400
     assert r.parameters["selection_penalty"] == selection_penalty(epsilon=0.05,
                                                                   records_bound=400, n=256)
-    # auto at this signal picks DAWA and hands it the public bound ...
-    a = publish(x, epsilon=0.05, method="auto", records_bound=400,
+    # auto picks DAWA for ranges at a signal eps N / n near 1 and hands it the public
+    # bound ... (below a signal of 10^-0.51 it now picks coarse)
+    x = np.r_[np.zeros(200, np.int64), np.full(56, 20)]
+    r = publish(x, epsilon=0.3, method="dawa", records_bound=1200, workload="all-range",
                 rng=np.random.default_rng(2))
-    assert a.mechanism == "dawa" and a.parameters["records_bound"] == 400
+    a = publish(x, epsilon=0.3, method="auto", records_bound=1200, workload="all-range",
+                rng=np.random.default_rng(2))
+    assert a.mechanism == "dawa" and a.parameters["records_bound"] == 1200
     np.testing.assert_array_equal(a.value, r.value)  # the same release as dawa itself
     # ... or, without one, its DP estimate of the total, declared an output
-    b = publish(x, epsilon=0.05, method="auto", rng=np.random.default_rng(2))
+    b = publish(x, epsilon=0.3, method="auto", workload="all-range",
+                rng=np.random.default_rng(2))
     assert b.mechanism == "dawa"
     assert b.parameters["records_bound"] == b.parameters["auto_noisy_total"]
     assert "parameters" in b.derived   # the pick read the noisy total: all its parameters

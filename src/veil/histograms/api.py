@@ -33,9 +33,8 @@ WORKLOAD_AWARE = ("dawa", "hdmm", "mwem", "coarse")
 #: 18 DPBench 1-D datasets (``veil bench histograms --fit-auto``; docs/benchmarks.md).
 AUTO_RULE = {
     "exact_epsilon": 3.162278,
-    "prefix": ((0.4897, "dawa"), (math.inf, "hdmm")),
-    "ranges": ((-1.5103, "dawa"), (-0.5103, "optimized-structurefirst"), (0.4897, "dawa"),
-               (math.inf, "hdmm")),
+    "prefix": ((0.4897, "coarse"), (math.inf, "hdmm")),
+    "ranges": ((-0.5103, "coarse"), (0.4897, "dawa"), (math.inf, "hdmm")),
 }
 
 #: without a public records bound, ``auto`` spends this share of epsilon on a noisy total
@@ -69,9 +68,11 @@ def choose_method(*, n: int, epsilon: float, records_bound: float | None,
     Examples
     --------
     >>> choose_method(n=4096, epsilon=0.01, records_bound=1000)[0]
-    'dawa'
+    'coarse'
     >>> choose_method(n=4096, epsilon=0.1, records_bound=4000, workload="all-range")[0]
-    'optimized-structurefirst'
+    'coarse'
+    >>> choose_method(n=1024, epsilon=1.0, records_bound=1000, workload="all-range")[0]
+    'dawa'
     >>> choose_method(n=4096, epsilon=1.0, records_bound=10**7)[0]
     'hdmm'
     >>> choose_method(n=4096, epsilon=5.0, records_bound=10**7)[0]

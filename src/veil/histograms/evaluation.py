@@ -11,7 +11,7 @@ Workload-aware mechanisms (DAWA, HDMM, MWEM) are run once per workload with
 that workload as their public target; the others are run once and evaluated on
 every workload. Public parameters given to the mechanisms that need them: the
 target scale is the public bound on the number of records (``records_bound``,
-used by ``auto`` and optimized StructureFirst) and, since no bin can hold more
+used by ``auto``, DAWA, coarse and optimized StructureFirst) and, since no bin can hold more
 records than exist, also the count bound ``F`` of StructureFirst; ``k =
 ceil(n/10)`` buckets (the published setting).
 """
@@ -76,7 +76,7 @@ def method_params(method: str, *, n: int, scale: int) -> dict:
     if method == "optimized-structurefirst":
         return {"k": max(1, math.ceil(n / 10)), "count_bound": float(scale),
                 "records_bound": float(scale)}
-    if method in ("auto", "dawa"):
+    if method in ("auto", "dawa", "coarse"):
         return {"records_bound": float(scale)}
     return {}
 

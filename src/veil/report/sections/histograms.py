@@ -131,7 +131,7 @@ veil histogram publish people.csv --column age --bins 0:100:20 --epsilon 0.5 --m
 veil histogram evaluate ages.csv --true true_counts.csv --workload prefix
 """
 
-METHODS = ("identity", "hb", "hdmm", "dawa", "structurefirst", "sort-and-group")
+METHODS = ("identity", "hb", "hdmm", "dawa", "coarse", "structurefirst", "sort-and-group")
 
 
 def _synthetic(ctx: DemoContext, n_bins: int, records: int) -> np.ndarray:
@@ -146,8 +146,11 @@ def _synthetic(ctx: DemoContext, n_bins: int, records: int) -> np.ndarray:
 
 
 def _params(method: str, records: int) -> dict:
-    # the number of records is the public bound on any bin count in this demo
-    return {"count_bound": float(records), "k": None} if method == "structurefirst" else {}
+    # the number of records is public in this demo: the bound on any bin count
+    # (StructureFirst) and the records bound that sets coarse's number of buckets
+    if method == "structurefirst":
+        return {"count_bound": float(records), "k": None}
+    return {"records_bound": float(records)} if method == "coarse" else {}
 
 
 def build(ctx: DemoContext) -> Section:
