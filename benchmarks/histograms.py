@@ -13,6 +13,8 @@ Usage (from the project root; BLAS runs single-threaded, see below)::
     VEIL_SHARED=/work/shared python benchmarks/histograms.py --calibrate-dawa --n 1024 \
         --seed 8 --penalties 1 1.5 2 2.5 3 4 5 6 8 --json cal.json   # and see docs/benchmarks.md
     python benchmarks/histograms.py --fit-dawa-penalty cal.json low.json  # PENALTY_SCHEDULE
+    VEIL_SHARED=/work/shared python benchmarks/histograms.py --calibrate-coarse --n 1024 \
+        --trials 3 --json coarse_cal.json                # coarse's BUCKET_RULE
     VEIL_SHARED=/work/shared python benchmarks/histograms.py --baseline --src ../main/src \
         --n 1024 --datasets classic --methods dawa ahp structurefirst --json base.json
 
@@ -120,6 +122,9 @@ def main(argv=None) -> int:
     ap.add_argument("--fit-auto", type=Path, nargs="+", default=None, metavar="ROWS.json",
                     help="fit the auto rule on --json files of accuracy runs (merged); print "
                          "the tables and ratios")
+    ap.add_argument("--calibrate-coarse", action="store_true",
+                    help="coarse's error per number of buckets on the 18 histograms, and the "
+                    "fitted bucket rule (BUCKET_RULE); --trials, --n, --seed, --datasets, --json")
     ap.add_argument("--calibrate-dawa", action="store_true",
                     help="DAWA's error for selection penalties 0-4 (how 2.5 was chosen); "
                          "--penalties for others, --json for the per-dataset errors")
@@ -181,7 +186,8 @@ def main(argv=None) -> int:
         return 0
     from veil.histograms.bench import run
     run(speed=a.speed, hdmm=a.hdmm, accuracy=a.accuracy, fit_auto=a.fit_auto,
-        calibrate_dawa=a.calibrate_dawa, hdmm_start=a.hdmm_start,
+        calibrate_dawa=a.calibrate_dawa, calibrate_coarse=a.calibrate_coarse,
+        hdmm_start=a.hdmm_start,
         hdmm_sizes=a.hdmm_sizes, penalties=a.penalties,
         fit_dawa_penalty_files=a.fit_dawa_penalty,
         dawa_schedule_files=a.check_dawa_schedule, dawa_maps=a.dawa_maps,

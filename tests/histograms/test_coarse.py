@@ -139,3 +139,23 @@ def test_coarse_beats_identity_at_low_signal():
         ei.append(scaled_error(W, x, publish(counts=x, epsilon=0.1, method="identity",
                                              rng=make_rng(seed=s)).value, scale=1000))
     assert np.mean(ec) < 0.5 * np.mean(ei)
+
+
+def test_bucket_calibration_reports_the_best_count_per_setting_and_fits_a_line():
+    """The benchmark behind BUCKET_RULE on a small grid: every row names its best count (the
+    ratio 1.00 in its column), and the fitted line rises with the signal."""
+    from veil.histograms.bench import coarse_bucket_calibration
+
+    pytest.importorskip("veil.datasets").shared_data_path("dpbench-1d")
+    res = coarse_bucket_calibration(buckets=(1, 2, 4, 8, 16, 32, 64), n=64, trials=2,
+                                    settings=((10**3, 0.01), (10**3, 0.1), (10**4, 1.0)),
+                                    datasets=["HEPTH.n4096", "INCOME.n4096"], log=lambda *_: 0)
+    for table in res["tables"].values():
+        rows = table.splitlines()[2:]
+        assert len(rows) == 3
+        for row in rows:
+            cells = [c.strip() for c in row.strip("|").split("|")]
+            ratios, best = [float(c) for c in cells[1:-1]], int(cells[-1])
+            assert min(ratios) == 1.0 and ratios[(1, 2, 4, 8, 16, 32, 64).index(best)] == 1.0
+    intercept, slope = res["rule"]
+    assert slope > 0

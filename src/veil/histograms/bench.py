@@ -423,6 +423,7 @@ def auto_report(rows, *, folds: int = 3, candidates=None, log=print) -> dict:
 
 
 def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, calibrate_dawa=False,
+        calibrate_coarse=False,
         hdmm_start=False, hdmm_sizes=False, trials=10, repeats=3, penalties=None, fit_dawa_penalty_files=None,
         dawa_schedule_files=None, dawa_maps=False, dawa2d_penalties=None,
         n=None, datasets=None, methods=None, epsilons=None, scales=None, output=None,
@@ -437,6 +438,12 @@ def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, calibrate_daw
         return {"hdmm_start": hdmm_start_benchmark(log=log)}
     if hdmm_sizes:
         return {"hdmm_sizes": hdmm_sizes_benchmark(log=log)}
+    if calibrate_coarse:
+        res = coarse_bucket_calibration(n=n or 1024, trials=trials, datasets=datasets,
+                                        seed=13 if seed == 0 else seed, log=log)
+        if output:
+            Path(output).write_text(json.dumps(res, default=float))
+        return {"coarse_buckets": res}
     if not (speed or hdmm or accuracy or fit_auto or calibrate_dawa or fit_dawa_penalty_files
             or dawa_schedule_files or dawa_maps or dawa2d_penalties is not None):
         speed = hdmm = accuracy = True
@@ -627,6 +634,69 @@ def dawa_penalty_calibration(*, penalties=(0.0, 1.0, 2.0, 2.5, 3.0, 4.0), n: int
     rows = [{"workload": k[0], "scale": k[1], "epsilon": k[2], "penalty": k[3], "dataset": k[4],
              "n": n, "errors": v} for k, v in err.items()]
     return {"tables": tables, "errors": rows}
+
+
+#: the (scale, epsilon) settings of the coarse bucket calibration: eps * N from 10 to 10^5
+COARSE_SETTINGS = ((10**3, 0.01), (10**3, 0.0316), (10**3, 0.1), (10**3, 0.316), (10**3, 1.0),
+                   (10**5, 0.01), (10**4, 0.316), (10**5, 0.1), (10**7, 0.01))
+
+
+def coarse_bucket_calibration(*, buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+                              n: int = 1024, trials: int = 3, settings=COARSE_SETTINGS,
+                              datasets=None, seed: int = 13, log=print) -> dict:
+    """coarse's error for every number of buckets (a power of two), per setting and workload;
+    the least-squares line of log2(best count) against log10(eps N) is the bucket rule
+    (:data:`veil.histograms.coarse.BUCKET_RULE`).
+
+    For each workload and (scale, eps): the geometric mean over datasets of the scaled error
+    with each bucket count, divided by the best count's; the best count per row; then the
+    fitted line through the best counts of every row below the one where ``n`` buckets
+    (no coarsening) wins.
+    """
+    from .coarse import coarse
+    from .evaluation import geomean, load_dpbench
+    from .workload import prefix_workload, random_range_workload, scaled_error
+
+    shapes = load_dpbench(datasets, n=n)
+    buckets = tuple(b for b in buckets if b <= n)
+    g = make_rng(seed=seed)  # experiments only
+    wl = {"prefix": prefix_workload(n),
+          "random": random_range_workload(n, size=2000, rng=np.random.default_rng(n))}
+    err: dict = {}
+    for name, shape in shapes.items():
+        for scale, eps in settings:
+            for _ in range(trials):
+                x = resample_to_scale(shape, int(scale), rng=g)
+                for w, q in wl.items():
+                    for B in buckets:
+                        r = coarse(x, epsilon=eps, buckets=B, rng=g,
+                                   workload="prefix" if w == "prefix" else q)
+                        err.setdefault((w, scale, eps, B, name), []).append(
+                            scaled_error(q, x, r.value))
+        log(f"  {name}")
+    tables, points = {}, []
+    for w in wl:
+        head = ("| eps x scale (scale / eps) | " + " | ".join(str(b) for b in buckets)
+                + " | best |")
+        lines = [head, "|---|" + "---|" * (len(buckets) + 1)]
+        for scale, eps in sorted(settings, key=lambda t: (t[0] * t[1], t[0])):
+            geo = {b: geomean(np.mean(err[(w, scale, eps, b, d)]) for d in shapes)
+                   for b in buckets}
+            best = min(geo, key=geo.get)
+            if best < n:
+                points.append((math.log10(eps * scale), math.log2(best)))
+            lines.append(f"| {eps * scale:g} ({scale:.0e} / {eps:g}) | " + " | ".join(
+                f"{geo[b] / geo[best]:.2f}" for b in buckets) + f" | {best} |")
+        tables[w] = "\n".join(lines)
+        log(f"\n## coarse: error / best bucket count's, {w} workload ({len(shapes)} datasets, "
+            f"n = {n}, {trials} trials)\n" + tables[w])
+    xs, ys = np.array(points).T
+    slope, intercept = np.polyfit(xs, ys, 1)
+    log(f"\n# bucket rule: log2 B = {intercept:.4f} + {slope:.4f} * log10(eps N) "
+        f"(least squares over {len(points)} best counts below n)")
+    rows = [{"workload": k[0], "scale": k[1], "epsilon": k[2], "buckets": k[3], "dataset": k[4],
+             "n": n, "errors": v} for k, v in err.items()]
+    return {"tables": tables, "rule": (float(intercept), float(slope)), "errors": rows}
 
 
 def fit_dawa_penalty(files, *, penalties=(2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0), folds: int = 3,
