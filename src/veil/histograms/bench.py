@@ -517,6 +517,7 @@ def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, calibrate_daw
             log(ratio_table(rows, [("optimized-structurefirst / structurefirst",
                                     "optimized-structurefirst", "structurefirst"),
                                    ("hdmm / hb", "hdmm", "hb"), ("dawa / hb", "dawa", "hb"),
+                                   ("coarse / dawa", "coarse", "dawa"),
                                    ("auto / identity", "auto", "identity"),
                                    ("mwem / identity", "mwem", "identity")], workload=w))
     if output is not None:
