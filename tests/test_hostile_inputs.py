@@ -358,7 +358,7 @@ def test_option_table_matches_the_mechanisms():
     from veil.histograms.api import METHODS
     from veil.random import make_rng
 
-    values = {"k": 2, "count_bound": 100.0, "branching": 2}
+    values = {"k": 2, "count_bound": 100.0, "branching": 2, "buckets": 2}
     counts = np.array([3, 5, 7, 2, 9, 4, 1, 8])
     for method in METHODS:
         if method == "auto":

@@ -161,7 +161,7 @@ DP_KEYS = {
     "structurefirst": {"edges"}, "optimized-structurefirst": {"edges"},
     "sort-and-group": {"groups", "estimated_sse"}, "ahp": {"clusters"},
     "dawa": {"edges", "buckets", "measured_nodes"}, "mwem": {"selected"},
-    "coarse": {"noisy_total", "buckets", "measured_nodes"},
+    "coarse": {"noisy_total", "buckets", "edges", "measured_nodes"},
     "auto": {"auto_noisy_total", "auto_rule", "notes"},
 }
 CLI_EXTRA = {"structurefirst": ["--count-bound", "1000", "--k", "4"],

@@ -507,15 +507,33 @@ def audit_structurefirst_end_to_end(seed: int = 25) -> AuditResult:
 
 
 # --------------------------------------------------------------------------- coarse
-# two bins; with the noisy-total path their true totals 3 and 4 sit on the two sides of the
-# bucket rule's step from 1 to 2 buckets at eps 1 (coarse_buckets: 1 at N = 3, 2 at N = 4)
-_CO_A, _CO_B = np.array([3, 0]), np.array([3, 1])
+# two bins; with the noisy-total path their true totals 5 and 6 sit on the two sides of the
+# bucket rule's step from 1 to 2 buckets at the measurement's eps (0.95; coarse_buckets: 1 at
+# N = 5, 2 at N = 6; _check_coarse_neighbours says so); a public bound of 8 gives 2 buckets
+_CO_A, _CO_B = np.array([5, 0]), np.array([5, 1])
+_CO_FRACTION = 0.05  # coarse's default total_fraction
+_CO_BOUND = 8.0
+
+
+def _check_coarse_neighbours() -> None:
+    """The audits below mean what they say only if the bucket rule puts the neighbours on
+    the two sides of a step (and the bound on two buckets); a change of the rule must move
+    them, not silently weaken the audits."""
+    from .coarse import coarse_buckets
+
+    eps_m = EPS * (1 - _CO_FRACTION)
+    counts = [coarse_buckets(epsilon=eps_m, records_bound=float(x.sum()), n=2)
+              for x in (_CO_A, _CO_B)]
+    bound = coarse_buckets(epsilon=EPS, records_bound=_CO_BOUND, n=2)
+    if counts != [1, 2] or bound != 2:
+        raise AssertionError(f"coarse's audit neighbours no longer straddle the bucket rule's "
+                             f"step: {counts} buckets (want [1, 2]), {bound} with the bound")
 
 
 def _coarse_events():
     ev = [Event("one bucket (bin0 == bin1)", lambda v: np.isclose(v[:, 0], v[:, 1]))]
     ev += events_threshold(lambda v: v[:, 1], np.arange(-2.0, 5.0, 1.0), "bin1")
-    ev += events_threshold(lambda v: v[:, 1] - v[:, 0], np.arange(-5.0, 3.0, 1.0), "bin1-bin0")
+    ev += events_threshold(lambda v: v[:, 1] - v[:, 0], np.arange(-8.0, 2.0, 1.0), "bin1-bin0")
     return ev
 
 
@@ -528,8 +546,9 @@ def _coarse_broken(x, *, true_total=False, scale_factor=1.0, records_bound=None)
     from .dawa import greedy_h, tree_gls
     from .workload import RangeWorkload
 
-    frac = 0.05
+    frac = _CO_FRACTION
     w = RangeWorkload.from_spec("prefix", x.size)
+    _check_coarse_neighbours()
 
     def sample(n, g):
         if records_bound is not None:
@@ -569,6 +588,7 @@ def audit_coarse(seed: int = 28) -> AuditResult:
     """coarse end to end through ``coarse()``, its bucket count from a noisy total."""
     from .coarse import coarse
 
+    _check_coarse_neighbours()
     return dp_ratio_audit(_per_call(coarse, _CO_A), _per_call(coarse, _CO_B), _coarse_events(),
                           claimed_epsilon=EPS, n=_SG_N, seed=seed)
 
@@ -577,8 +597,9 @@ def audit_coarse_records_bound(seed: int = 29) -> AuditResult:
     """coarse end to end with a public records bound (two buckets: the totals measured)."""
     from .coarse import coarse
 
-    return dp_ratio_audit(_per_call(coarse, _CO_A, records_bound=4.0),
-                          _per_call(coarse, _CO_B, records_bound=4.0), _coarse_events(),
+    _check_coarse_neighbours()
+    return dp_ratio_audit(_per_call(coarse, _CO_A, records_bound=_CO_BOUND),
+                          _per_call(coarse, _CO_B, records_bound=_CO_BOUND), _coarse_events(),
                           claimed_epsilon=EPS, n=_SG_N, seed=seed)
 
 
@@ -590,9 +611,9 @@ def canary_coarse_buckets_from_true_total(seed: int = 28) -> AuditResult:
 
 
 def canary_coarse_half_noise(seed: int = 29) -> AuditResult:
-    """Broken: the bucket totals measured with half the noise (records bound 4: 2 buckets)."""
-    return dp_ratio_audit(_coarse_broken(_CO_A, scale_factor=0.5, records_bound=4.0),
-                          _coarse_broken(_CO_B, scale_factor=0.5, records_bound=4.0),
+    """Broken: the bucket totals measured with half the noise (records bound 8: 2 buckets)."""
+    return dp_ratio_audit(_coarse_broken(_CO_A, scale_factor=0.5, records_bound=_CO_BOUND),
+                          _coarse_broken(_CO_B, scale_factor=0.5, records_bound=_CO_BOUND),
                           _coarse_events(), claimed_epsilon=EPS, n=N, seed=seed)
 
 

@@ -138,7 +138,7 @@ def coarse(counts, *, epsilon, buckets: int | None = None, records_bound: float 
         B = coarse_buckets(epsilon=measure.epsilon, records_bound=N, n=n)
         rule, split = "noisy total", {"total": e0.epsilon}
         params = {"noisy_total": N, "total_fraction": frac}
-        derived = ("parameters.noisy_total", "parameters.buckets",
+        derived = ("parameters.noisy_total", "parameters.buckets", "parameters.edges",
                    "parameters.measured_nodes")
     from .dawa import _measure_tree, greedy_h, tree_gls
 
@@ -147,7 +147,8 @@ def coarse(counts, *, epsilon, buckets: int | None = None, records_bound: float 
     y, var = _measure_tree(bucket_sums(x, edges), strat, measure.epsilon, g)
     est = tree_gls(strat, y, var)
     return Release(spread(edges, est), "coarse", b,
-                   {"n": n, "buckets": B, "bucket_rule": rule, "workload": w.describe(),
+                   {"n": n, "buckets": B, "edges": edges.tolist(), "bucket_rule": rule,
+                    "workload": w.describe(),
                     "measured_nodes": int((strat.weight > 0).sum()), **params},
                    {**split, "buckets": measure.epsilon}, noise_scale=1.0 / measure.epsilon,
                    notes=(NEIGHBOURS, "equal-width buckets from public values"
