@@ -88,6 +88,11 @@ def test_public_bound_and_noisy_total_paths():
     assert r.parameters["buckets"] == coarse_buckets(
         epsilon=0.095, records_bound=r.parameters["noisy_total"], n=1024)
     assert {"parameters.buckets", "parameters.noisy_total"} <= set(r.derived)
+    r = coarse(x, epsilon=0.1, buckets=8, records_bound=10**4, rng=make_rng(seed=1))
+    assert r.parameters["buckets"] == 8 and r.parameters["bucket_rule"] == "given"
+    assert any("records_bound=10000 not used" in note for note in r.notes)
+    with pytest.raises(ParameterError, match="records_bound"):
+        coarse(x, epsilon=0.1, buckets=8, records_bound=-1)
     with pytest.raises(ParameterError, match="buckets"):
         coarse(x, epsilon=1.0, buckets=1025)
     with pytest.raises(ParameterError, match="buckets"):

@@ -124,9 +124,14 @@ def coarse(counts, *, epsilon, buckets: int | None = None, records_bound: float 
     g = as_rng(rng)
     split, params, derived = {}, {}, ()
     measure = b
+    unused = ()
     if buckets is not None:
         B = check_int(buckets, "buckets", minimum=1, maximum=n)
         rule = "given"
+        if records_bound is not None:  # checked, then set aside: the count is given
+            check_positive(records_bound, "records_bound")
+            unused = (f"records_bound={records_bound:g} not used: the number of buckets "
+                      f"was given",)
     elif records_bound is not None:
         N = check_positive(records_bound, "records_bound")
         B = coarse_buckets(epsilon=b.epsilon, records_bound=N, n=n)
@@ -155,5 +160,5 @@ def coarse(counts, *, epsilon, buckets: int | None = None, records_bound: float 
                           + (" and a noisy total" if derived else "")
                           + "; GreedyH weights from the edges and the public workload only",
                           "float64 Laplace noise; a node of weight w has scale "
-                          "1/(w epsilon)"),
+                          "1/(w epsilon)", *unused),
                    derived=derived)
