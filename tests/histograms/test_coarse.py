@@ -10,7 +10,8 @@ from scipy import stats
 
 from veil.errors import ParameterError
 from veil.histograms import coarse, publish
-from veil.histograms.coarse import BUCKET_RULE, coarse_buckets, equal_width_edges
+from veil.histograms._common import split_edges
+from veil.histograms.coarse import BUCKET_RULE, coarse_buckets
 from veil.random import make_rng
 
 #: significance level of the statistical tests below (each also rejects a wrong twin: power)
@@ -35,10 +36,10 @@ def test_bucket_rule_follows_the_fitted_line_and_stays_in_range():
         coarse_buckets(epsilon=1.0, records_bound=0, n=8)
 
 
-def test_equal_width_edges_cover_the_domain_with_buckets_one_bin_apart():
+def test_split_edges_cover_the_domain_with_buckets_one_bin_apart():
     for n in range(1, 40):
         for B in range(1, n + 1):
-            e = equal_width_edges(n, B)
+            e = split_edges(n, B)
             w = np.diff(e)
             assert e[0] == 0 and e[-1] == n and len(e) == B + 1
             assert w.min() >= 1 and w.max() - w.min() <= 1
@@ -66,7 +67,7 @@ def test_release_equals_brute_force_least_squares_of_the_same_measurements(workl
         x = g.integers(0, 30, n)
         B = int(g.integers(1, n + 1))
         r = coarse(x, epsilon=0.7, buckets=B, workload=workload, rng=make_rng(seed=trial))
-        edges = equal_width_edges(n, B)
+        edges = split_edges(n, B)
         strat = greedy_h(edges, RangeWorkload.from_spec(workload, n))
         y, var = _measure_tree(np.add.reduceat(x, edges[:-1]), strat, 0.7,
                                make_rng(seed=trial))          # the same noise draws

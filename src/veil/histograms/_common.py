@@ -72,6 +72,20 @@ def dl_variance(epsilon: float, sensitivity: float = 1.0) -> float:
     return discrete_laplace_variance(sensitivity / epsilon)
 
 
+def split_edges(n: int, parts: int) -> np.ndarray:
+    """``parts + 1`` integer edges splitting ``[0, n)`` into nearly equal intervals (widths
+    differ by at most one; ``parts`` is clipped to ``[1, n]``). Used by coarse's buckets and
+    the maps' grids.
+
+    Examples
+    --------
+    >>> split_edges(10, 3).tolist()
+    [0, 3, 6, 10]
+    """
+    parts = max(1, min(int(parts), int(n)))
+    return (np.arange(parts + 1, dtype=np.int64) * n) // parts
+
+
 def bucket_sums(counts: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """Sums of ``counts`` over the buckets ``[edges[t], edges[t+1])``."""
     c = np.concatenate(([0], np.cumsum(counts, dtype=np.int64)))

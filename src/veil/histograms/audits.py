@@ -542,7 +542,8 @@ def _coarse_broken(x, *, true_total=False, scale_factor=1.0, records_bound=None)
     count from the true total (``true_total``) or the measurement noise times
     ``scale_factor``. The least-squares step is linear in the noisy node totals, so it is
     applied as a matrix (built with :func:`tree_gls` on unit vectors)."""
-    from .coarse import coarse_buckets, equal_width_edges
+    from ._common import split_edges
+    from .coarse import coarse_buckets
     from .dawa import greedy_h, tree_gls
     from .workload import RangeWorkload
 
@@ -567,7 +568,7 @@ def _coarse_broken(x, *, true_total=False, scale_factor=1.0, records_bound=None)
         out = np.empty((n, x.size))
         for B in np.unique(counts):
             rows = np.flatnonzero(counts == B)
-            edges = equal_width_edges(x.size, int(B))
+            edges = split_edges(x.size, int(B))
             strat = greedy_h(edges, w)
             P = np.concatenate(([0], np.cumsum(x)))
             node_tot = (P[edges[strat.hi]] - P[edges[strat.lo]]).astype(float)

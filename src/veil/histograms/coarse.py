@@ -38,7 +38,9 @@ import numpy as np
 
 from ..release import Release
 from ..validation import check_int, check_positive, check_probability
-from ._common import NEIGHBOURS, as_budget, as_counts, as_rng, bucket_sums, noisy_integers, spread
+from ._common import (NEIGHBOURS, as_budget, as_counts, as_rng, bucket_sums, noisy_integers,
+                      split_edges, spread)
+from .dawa import _measure_tree, greedy_h, tree_gls
 from .workload import RangeWorkload
 
 __all__ = ["coarse", "coarse_buckets", "BUCKET_RULE"]
@@ -69,17 +71,6 @@ def coarse_buckets(*, epsilon: float, records_bound: float, n: int) -> int:
     if log2b >= math.log2(n):
         return n
     return min(n, max(1, 2 ** round(log2b)))
-
-
-def equal_width_edges(n: int, buckets: int) -> np.ndarray:
-    """``buckets + 1`` edges of ``buckets`` equal-width (to one bin) buckets over ``n`` bins.
-
-    Examples
-    --------
-    >>> equal_width_edges(10, 3).tolist()
-    [0, 3, 6, 10]
-    """
-    return (np.arange(buckets + 1, dtype=np.int64) * n) // buckets
 
 
 def coarse(counts, *, epsilon, buckets: int | None = None, records_bound: float | None = None,
@@ -145,9 +136,7 @@ def coarse(counts, *, epsilon, buckets: int | None = None, records_bound: float 
         params = {"noisy_total": N, "total_fraction": frac}
         derived = ("parameters.noisy_total", "parameters.buckets", "parameters.edges",
                    "parameters.measured_nodes")
-    from .dawa import _measure_tree, greedy_h, tree_gls
-
-    edges = equal_width_edges(n, B)
+    edges = split_edges(n, B)
     strat = greedy_h(edges, w)
     y, var = _measure_tree(bucket_sums(x, edges), strat, measure.epsilon, g)
     est = tree_gls(strat, y, var)

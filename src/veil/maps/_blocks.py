@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ParameterError
+from ..histograms._common import split_edges  # one implementation, shared with coarse
 
 __all__ = ["prefix2d", "rect_sums", "side_power", "pad_square", "block_order", "hilbert_order",
            "split_edges", "spread_blocks"]
@@ -122,18 +123,6 @@ def hilbert_order(k: int) -> np.ndarray:
         t //= 4
         s *= 2
     return y * n + x
-
-
-def split_edges(n: int, parts: int) -> np.ndarray:
-    """``parts + 1`` integer edges splitting ``[0, n)`` into nearly equal intervals.
-
-    Examples
-    --------
-    >>> split_edges(10, 3).tolist()
-    [0, 3, 6, 10]
-    """
-    parts = max(1, min(int(parts), int(n)))
-    return (np.arange(parts + 1, dtype=np.int64) * n) // parts
 
 
 def spread_blocks(values: np.ndarray, row_edges: np.ndarray, col_edges: np.ndarray) -> np.ndarray:
