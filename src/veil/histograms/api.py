@@ -21,10 +21,10 @@ __all__ = ["publish", "publish_records", "publish_binned_records", "publish_boun
            "check_options"]
 
 METHODS = ("identity", "noisefirst", "structurefirst", "optimized-structurefirst", "boost",
-           "hb", "sort-and-group", "ahp", "dawa", "hdmm", "mwem", "coarse", "auto")
+           "hb", "sort-and-group", "ahp", "dawa", "hdmm", "mwem", "coarse", "privtree", "auto")
 
 #: methods that take the public ``workload`` they should answer well
-WORKLOAD_AWARE = ("dawa", "hdmm", "mwem", "coarse")
+WORKLOAD_AWARE = ("dawa", "hdmm", "mwem", "coarse", "privtree")
 
 #: ``auto``'s rule: Identity from ``exact_epsilon`` on; below it, per workload class,
 #: ``(upper bound on log10(signal), method)`` in order,
@@ -180,6 +180,7 @@ def _mechanism(method: str):
     from .dawa import dawa as dawa_fn
     from .hdmm import hdmm as hdmm_fn
     from .mwem import mwem as mwem_fn
+    from .privtree import privtree as privtree_fn
 
     return {
         "identity": basic.identity,
@@ -194,6 +195,7 @@ def _mechanism(method: str):
         "hdmm": hdmm_fn,
         "mwem": mwem_fn,
         "coarse": coarse_fn,
+        "privtree": privtree_fn,
     }[method]
 
 
