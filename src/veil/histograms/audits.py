@@ -544,7 +544,6 @@ def _coarse_broken(x, *, true_total=False, scale_factor=1.0, records_bound=None)
     applied as a matrix (built with :func:`tree_gls` on unit vectors)."""
     from ._common import split_edges
     from .coarse import coarse_buckets
-    from .dawa import greedy_h, tree_gls
     from .workload import RangeWorkload
 
     frac = _CO_FRACTION
@@ -568,21 +567,30 @@ def _coarse_broken(x, *, true_total=False, scale_factor=1.0, records_bound=None)
         out = np.empty((n, x.size))
         for B in np.unique(counts):
             rows = np.flatnonzero(counts == B)
-            edges = split_edges(x.size, int(B))
-            strat = greedy_h(edges, w)
-            P = np.concatenate(([0], np.cumsum(x)))
-            node_tot = (P[edges[strat.hi]] - P[edges[strat.lo]]).astype(float)
-            on = strat.weight > 0
-            scale = np.zeros(strat.weight.size)
-            scale[on] = scale_factor / (strat.weight[on] * eps_m)
-            var = np.where(on, 2.0 * scale ** 2, np.inf)
-            M = np.stack([tree_gls(strat, e, var) for e in np.eye(strat.weight.size)], axis=1)
-            Y = np.where(on, node_tot + g.laplace(0.0, 1.0, (rows.size, on.size)) * scale, 0.0)
-            est = Y @ M.T
-            lengths = np.diff(edges)
-            out[rows] = np.repeat(est / lengths, lengths, axis=1)
+            out[rows] = _greedy_h_batch(x, split_edges(x.size, int(B)), w, eps_m, rows.size, g,
+                                        scale_factor)
         return out
     return sample
+
+
+def _greedy_h_batch(x, edges, w, eps, size, g, scale_factor=1.0):
+    """``size`` releases of the bucket totals of ``x`` over ``edges``, measured on GreedyH's
+    hierarchy with Laplace ``scale_factor / (w eps)`` and spread (the samplers' batch form of
+    coarse's and privtree's measurement). The least-squares step is linear in the noisy node
+    totals, so it is applied as a matrix built with :func:`tree_gls` on unit vectors."""
+    from .dawa import greedy_h, tree_gls
+
+    strat = greedy_h(edges, w)
+    P = np.concatenate(([0], np.cumsum(x)))
+    node_tot = (P[edges[strat.hi]] - P[edges[strat.lo]]).astype(float)
+    on = strat.weight > 0
+    scale = np.zeros(strat.weight.size)
+    scale[on] = scale_factor / (strat.weight[on] * eps)
+    var = np.where(on, 2.0 * scale ** 2, np.inf)
+    M = np.stack([tree_gls(strat, e, var) for e in np.eye(strat.weight.size)], axis=1)
+    Y = np.where(on, node_tot + g.laplace(0.0, 1.0, (size, on.size)) * scale, 0.0)
+    lengths = np.diff(edges)
+    return np.repeat((Y @ M.T) / lengths, lengths, axis=1)
 
 
 def audit_coarse(seed: int = 28) -> AuditResult:
@@ -625,6 +633,99 @@ def audit_coarse_batch(seed: int = 30) -> AuditResult:
                           claimed_epsilon=EPS, n=N, seed=seed)
 
 
+# --------------------------------------------------------------------------- privtree (1-D)
+# the tree alone at eps_tree = 1 on four bins: an extra record in an empty histogram is the
+# pair of largest exact loss among small histograms (0.58 of eps_tree, enumerated in
+# tests/histograms/test_privtree.py); with the split decided on the true counts the root
+# splits for [1, 0, 0, 0] and never for [0, 0, 0, 0]
+_PT_A, _PT_B = np.array([0, 0, 0, 0]), np.array([1, 0, 0, 0])
+_PT_FRACTION = 0.15  # privtree's default tree_fraction
+
+
+def _pt_code(starts):
+    """One integer per tree: its leaf starts as bits."""
+    return starts.astype(np.int64) @ (1 << np.arange(starts.shape[1], dtype=np.int64))
+
+
+def _pt_tree(x, **kw):
+    from .privtree import privtree_leaves
+
+    def sample(n, g):
+        return _pt_code(privtree_leaves(x, eps_tree=EPS, rng=g, batch=n, **kw)[0])
+    return sample
+
+
+_PT_TREE_EVENTS = events_points([1, 5, 7, 11, 15], key=lambda v: v)  # every 4-bin leaf set
+
+
+def audit_privtree_tree(seed: int = 31) -> AuditResult:
+    """privtree's leaves alone (the batch tree grower of ``privtree()``) at eps_tree = 1."""
+    return dp_ratio_audit(_pt_tree(_PT_A), _pt_tree(_PT_B), _PT_TREE_EVENTS,
+                          claimed_epsilon=EPS, n=N, seed=seed)
+
+
+def canary_privtree_split_on_true_counts(seed: int = 31) -> AuditResult:
+    """Broken: the tree split on the true biased counts (no noise). Deterministic, so 2,000
+    samples per side fail clearly."""
+    return dp_ratio_audit(_pt_tree(_PT_A, split_on_true=True),
+                          _pt_tree(_PT_B, split_on_true=True), _PT_TREE_EVENTS,
+                          claimed_epsilon=EPS, n=2_000, seed=seed)
+
+
+def canary_privtree_tree_noise_too_small(seed: int = 31) -> AuditResult:
+    """Broken: split noise of a quarter of lambda = 3 / eps_tree."""
+    return dp_ratio_audit(_pt_tree(_PT_A, lambda_factor=0.25),
+                          _pt_tree(_PT_B, lambda_factor=0.25), _PT_TREE_EVENTS,
+                          claimed_epsilon=EPS, n=N, seed=seed)
+
+
+_PT_VA, _PT_VB = np.array([3, 0, 5, 2]), np.array([3, 1, 5, 2])
+
+
+def _privtree_batch(x, *, scale_factor=1.0):
+    """privtree's two steps on many samples at once: the batch tree grower, then each leaf
+    set's GreedyH measurement in batch (:func:`_greedy_h_batch`); ``scale_factor`` < 1
+    under-noises the leaf totals (canary only)."""
+    from .privtree import privtree_leaves
+    from .workload import RangeWorkload
+
+    w = RangeWorkload.from_spec("prefix", x.size)
+
+    def sample(n, g):
+        starts, _ = privtree_leaves(x, eps_tree=EPS * _PT_FRACTION, rng=g, batch=n)
+        codes = _pt_code(starts)
+        out = np.empty((n, x.size))
+        for c in np.unique(codes):
+            rows = np.flatnonzero(codes == c)
+            edges = np.r_[np.flatnonzero(starts[rows[0]]), x.size]
+            out[rows] = _greedy_h_batch(x, edges, w, EPS * (1 - _PT_FRACTION), rows.size, g,
+                                        scale_factor)
+        return out
+    return sample
+
+
+def audit_privtree(seed: int = 32) -> AuditResult:
+    """privtree end to end through ``privtree()`` (default tree fraction, eps 1)."""
+    from .privtree import privtree
+
+    return dp_ratio_audit(_per_call(privtree, _PT_VA), _per_call(privtree, _PT_VB),
+                          _e2e_events(), claimed_epsilon=EPS, n=_SG_N, seed=seed)
+
+
+def audit_privtree_batch(seed: int = 33) -> AuditResult:
+    """The canary's batch sampler with nothing broken: it passes, so the canary fails
+    because of what it breaks, not because of the sampler."""
+    return dp_ratio_audit(_privtree_batch(_PT_VA), _privtree_batch(_PT_VB), _e2e_events(),
+                          claimed_epsilon=EPS, n=N, seed=seed)
+
+
+def canary_privtree_half_noise(seed: int = 33) -> AuditResult:
+    """Broken: the leaf totals measured with half the noise."""
+    return dp_ratio_audit(_privtree_batch(_PT_VA, scale_factor=0.5),
+                          _privtree_batch(_PT_VB, scale_factor=0.5), _e2e_events(),
+                          claimed_epsilon=EPS, n=N, seed=seed)
+
+
 AUDITS = {
     "identity": audit_identity,
     "boost": audit_boost,
@@ -646,6 +747,9 @@ AUDITS = {
     "coarse": audit_coarse,
     "coarse/records-bound": audit_coarse_records_bound,
     "coarse/batch-sampler": audit_coarse_batch,
+    "privtree/tree": audit_privtree_tree,
+    "privtree": audit_privtree,
+    "privtree/batch-sampler": audit_privtree_batch,
 }
 CANARIES = {
     "identity/half-noise": canary_identity_half_noise,
@@ -665,10 +769,13 @@ CANARIES = {
     "mwem/measurement-without-noise": canary_mwem_measurement_without_noise,
     "coarse/buckets-from-true-total": canary_coarse_buckets_from_true_total,
     "coarse/half-noise": canary_coarse_half_noise,
+    "privtree/split-on-true-counts": canary_privtree_split_on_true_counts,
+    "privtree/tree-noise-too-small": canary_privtree_tree_noise_too_small,
+    "privtree/half-noise": canary_privtree_half_noise,
 }
 #: audits that call the mechanism once per sample (tens of seconds): pytest.mark.slow
 SLOW = {"sort-and-group", "ahp", "sort-and-group/second-step-unpaid",
         "sort-and-group/true-sort", "noisefirst", "dawa", "dawa/records-bound",
         "optimized-structurefirst",
         "dawa/partition", "dawa/partition-noise-too-small", "mwem", "structurefirst",
-        "optimized-structurefirst/averaging", "coarse", "coarse/records-bound"}
+        "optimized-structurefirst/averaging", "coarse", "coarse/records-bound", "privtree"}
