@@ -162,6 +162,7 @@ DP_KEYS = {
     "sort-and-group": {"groups", "estimated_sse"}, "ahp": {"clusters"},
     "dawa": {"edges", "buckets", "measured_nodes"}, "mwem": {"selected"},
     "coarse": {"noisy_total", "buckets", "edges", "measured_nodes"},
+    "privtree": {"buckets", "edges", "max_depth", "measured_nodes"},
     "auto": {"auto_noisy_total", "auto_rule", "notes"},
 }
 CLI_EXTRA = {"structurefirst": ["--count-bound", "1000", "--k", "4"],
@@ -179,7 +180,8 @@ def _strip(meta, keys):
 
 @pytest.mark.parametrize("method", ["identity", "noisefirst", "structurefirst",
                                     "optimized-structurefirst", "boost", "hb", "sort-and-group",
-                                    "ahp", "dawa", "hdmm", "mwem", "coarse", "auto"])
+                                    "ahp", "dawa", "hdmm", "mwem", "coarse", "privtree",
+                                    "auto"])
 def test_sidecar_is_identical_on_neighbours_except_dp_outputs(tmp_path, method):
     """Publish the same seed on neighbouring histograms (one record apart): the data file is
     the DP value (audited in test_audits), and the sidecar differs at most in the outputs of
@@ -199,7 +201,7 @@ def test_sidecar_is_identical_on_neighbours_except_dp_outputs(tmp_path, method):
     assert _strip(metas[0], keys) == _strip(metas[1], keys)
 
 
-@pytest.mark.parametrize("method", ["hdmm", "mwem", "dawa", "coarse"])
+@pytest.mark.parametrize("method", ["hdmm", "mwem", "dawa", "coarse", "privtree"])
 def test_cli_release_equals_library_release(data, method):
     from veil.histograms import publish
     from veil.random import make_rng

@@ -759,6 +759,8 @@ TRUE_NEIGHBOURS: dict[str, tuple[Callable[[], CommandSpec], int]] = {
     "histogram publish --method dawa": (lambda: histogram_publish_spec(method="dawa"), 1000),
     "histogram publish --method coarse": (lambda: histogram_publish_spec(method="coarse"),
                                           1000),
+    "histogram publish --method privtree": (lambda: histogram_publish_spec(method="privtree"),
+                                            1000),
 }
 
 

@@ -154,7 +154,7 @@ def publish_cmd(
                                        "--bins-from-data just a number of bins."),
     method: str = typer.Option("auto", "--method", "-m", help="identity, noisefirst, "
                                "structurefirst, optimized-structurefirst, boost, hb, "
-                               "sort-and-group, ahp, dawa, hdmm, mwem, coarse or auto."),
+                               "sort-and-group, ahp, dawa, hdmm, mwem, coarse, privtree or auto."),
     bins_from_data: bool = typer.Option(False, "--bins-from-data", help="Take the bin range "
                                         "from the data's min/max (NOT private; warns)."),
     counts: bool = typer.Option(False, "--counts", help="The column already holds one "

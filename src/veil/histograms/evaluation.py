@@ -7,7 +7,7 @@ epsilon on that same histogram, and report the scaled range-query error
 ``mean_q |W x - W x_hat| / scale`` for the prefix workload and 2000 random
 ranges; summaries are geometric means over datasets of the mean over trials.
 
-Workload-aware mechanisms (DAWA, HDMM, MWEM, coarse) are run once per workload with
+Workload-aware mechanisms (DAWA, HDMM, MWEM, coarse, privtree) are run once per workload with
 that workload as their public target; the others are run once and evaluated on
 every workload. Public parameters given to the mechanisms that need them: the
 target scale is the public bound on the number of records (``records_bound``,

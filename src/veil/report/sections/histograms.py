@@ -131,7 +131,8 @@ veil histogram publish people.csv --column age --bins 0:100:20 --epsilon 0.5 --m
 veil histogram evaluate ages.csv --true true_counts.csv --workload prefix
 """
 
-METHODS = ("identity", "hb", "hdmm", "dawa", "coarse", "structurefirst", "sort-and-group")
+METHODS = ("identity", "hb", "hdmm", "dawa", "coarse", "privtree", "structurefirst",
+           "sort-and-group")
 
 
 def _synthetic(ctx: DemoContext, n_bins: int, records: int) -> np.ndarray:
