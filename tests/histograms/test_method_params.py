@@ -124,14 +124,14 @@ def test_auto_at_large_domains_picks_methods_that_run():
                     assert m in {meth for _, meth in AUTO_RULE["prefix" if wl == "prefix"
                                                                   else "ranges"]}
                     assert "ready" not in why and "limit" not in why
-    # the shipped rule no longer picks optimized StructureFirst (coarse took its low-signal
-    # ranges); the fallback still serves a rule that does
+    # the shipped rule no longer picks optimized StructureFirst (coarse, then privtree, took
+    # its low-signal ranges); the fallback still serves a rule that does
     m, why = choose_method(n=30000, epsilon=0.1, records_bound=30000, workload="all-range",
                            rule={"ranges": ((math.inf, "optimized-structurefirst"),)})
     assert m == "dawa" and "V-optimal table" in why
     x = np.random.default_rng(1).multinomial(30000, np.full(30000, 1 / 30000))
     r = publish(x, epsilon=0.1, method="auto", workload="all-range", records_bound=30000,
                 rng=make_rng(seed=1))
-    assert r.mechanism == "coarse" and r.value.size == 30000
+    assert r.mechanism == "privtree" and r.value.size == 30000
     m, why = choose_method(n=8192, epsilon=1.0, records_bound=10 ** 7)
     assert m == "hb" and "no ready strategy for 8,192 bins" in why

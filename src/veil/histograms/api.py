@@ -33,8 +33,8 @@ WORKLOAD_AWARE = ("dawa", "hdmm", "mwem", "coarse", "privtree")
 #: 18 DPBench 1-D datasets (``veil bench histograms --fit-auto``; docs/benchmarks.md).
 AUTO_RULE = {
     "exact_epsilon": 3.162278,
-    "prefix": ((0.4897, "coarse"), (math.inf, "hdmm")),
-    "ranges": ((-0.5103, "coarse"), (0.4897, "dawa"), (math.inf, "hdmm")),
+    "prefix": ((-1.5103, "coarse"), (0.4897, "privtree"), (math.inf, "hdmm")),
+    "ranges": ((-1.5103, "coarse"), (1.4897, "privtree"), (math.inf, "hdmm")),
 }
 
 #: without a public records bound, ``auto`` spends this share of epsilon on a noisy total
@@ -70,9 +70,11 @@ def choose_method(*, n: int, epsilon: float, records_bound: float | None,
     >>> choose_method(n=4096, epsilon=0.01, records_bound=1000)[0]
     'coarse'
     >>> choose_method(n=4096, epsilon=0.1, records_bound=4000, workload="all-range")[0]
-    'coarse'
-    >>> choose_method(n=1024, epsilon=1.0, records_bound=1000, workload="all-range")[0]
-    'dawa'
+    'privtree'
+    >>> choose_method(n=1024, epsilon=1.0, records_bound=10**4, workload="all-range")[0]
+    'privtree'
+    >>> choose_method(n=1024, epsilon=1.0, records_bound=10**4)[0]   # prefix: from 10^0.49
+    'hdmm'
     >>> choose_method(n=4096, epsilon=1.0, records_bound=10**7)[0]
     'hdmm'
     >>> choose_method(n=4096, epsilon=5.0, records_bound=10**7)[0]
