@@ -518,6 +518,8 @@ def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, calibrate_daw
                                     "optimized-structurefirst", "structurefirst"),
                                    ("hdmm / hb", "hdmm", "hb"), ("dawa / hb", "dawa", "hb"),
                                    ("coarse / dawa", "coarse", "dawa"),
+                                   ("privtree / dawa", "privtree", "dawa"),
+                                   ("privtree / coarse", "privtree", "coarse"),
                                    ("auto / identity", "auto", "identity"),
                                    ("mwem / identity", "mwem", "identity")], workload=w))
     if output is not None:
