@@ -15,6 +15,8 @@ Usage (from the project root; BLAS runs single-threaded, see below)::
     python benchmarks/histograms.py --fit-dawa-penalty cal.json low.json  # PENALTY_SCHEDULE
     VEIL_SHARED=/work/shared python benchmarks/histograms.py --calibrate-coarse --n 1024 \
         --trials 3 --json coarse_cal.json                # coarse's BUCKET_RULE
+    VEIL_SHARED=/work/shared python benchmarks/histograms.py --calibrate-privtree --n 1024 \
+        --trials 10 --json privtree_cal.json             # privtree's tree_fraction
     VEIL_SHARED=/work/shared python benchmarks/histograms.py --baseline --src ../main/src \
         --n 1024 --datasets classic --methods dawa ahp structurefirst --json base.json
 
@@ -125,6 +127,9 @@ def main(argv=None) -> int:
     ap.add_argument("--calibrate-coarse", action="store_true",
                     help="coarse's error per number of buckets on the 18 histograms, and the "
                     "fitted bucket rule (BUCKET_RULE); --trials, --n, --seed, --datasets, --json")
+    ap.add_argument("--calibrate-privtree", action="store_true",
+                    help="privtree's error per tree fraction on the 18 histograms (how its "
+                    "default was chosen); --trials, --n, --seed, --datasets, --json")
     ap.add_argument("--calibrate-dawa", action="store_true",
                     help="DAWA's error for selection penalties 0-4 (how 2.5 was chosen); "
                          "--penalties for others, --json for the per-dataset errors")
@@ -187,6 +192,7 @@ def main(argv=None) -> int:
     from veil.histograms.bench import run
     run(speed=a.speed, hdmm=a.hdmm, accuracy=a.accuracy, fit_auto=a.fit_auto,
         calibrate_dawa=a.calibrate_dawa, calibrate_coarse=a.calibrate_coarse,
+        calibrate_privtree=a.calibrate_privtree,
         hdmm_start=a.hdmm_start,
         hdmm_sizes=a.hdmm_sizes, penalties=a.penalties,
         fit_dawa_penalty_files=a.fit_dawa_penalty,

@@ -231,3 +231,25 @@ def test_privtree_beats_coarse_and_dawa_on_a_decaying_shape():
                         **kw).value
             errs[m].append(scaled_error(W, x, v, scale=10_000))
     assert np.mean(errs["privtree"]) < 0.8 * min(np.mean(errs["coarse"]), np.mean(errs["dawa"]))
+
+
+def test_tree_fraction_calibration_reports_the_best_fraction_per_setting():
+    """The benchmark behind the default tree fraction on a small grid: every setting's row
+    names its best fraction (the ratio 1.00 in its column); the last row is the geometric
+    mean of each column, at least 1."""
+    from veil.histograms.bench import privtree_fraction_calibration
+
+    pytest.importorskip("veil.datasets").shared_data_path("dpbench-1d")
+    fr = (0.1, 0.15, 0.3)
+    res = privtree_fraction_calibration(fractions=fr, n=64, trials=2,
+                                        settings=((10**3, 0.1), (10**4, 1.0)),
+                                        datasets=["HEPTH.n4096", "INCOME.n4096"],
+                                        log=lambda *_: 0)
+    for w, table in res["tables"].items():
+        rows = table.splitlines()[2:]
+        assert len(rows) == 3
+        for row in rows[:2]:
+            cells = [c.strip() for c in row.strip("|").split("|")]
+            ratios, best = [float(c) for c in cells[1:-1]], float(cells[-1])
+            assert min(ratios) == 1.0 and ratios[fr.index(best)] == 1.0
+        assert all(v >= 1.0 for v in res["overall"][w].values())

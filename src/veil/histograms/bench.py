@@ -423,7 +423,7 @@ def auto_report(rows, *, folds: int = 3, candidates=None, log=print) -> dict:
 
 
 def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, calibrate_dawa=False,
-        calibrate_coarse=False,
+        calibrate_coarse=False, calibrate_privtree=False,
         hdmm_start=False, hdmm_sizes=False, trials=10, repeats=3, penalties=None, fit_dawa_penalty_files=None,
         dawa_schedule_files=None, dawa_maps=False, dawa2d_penalties=None,
         n=None, datasets=None, methods=None, epsilons=None, scales=None, output=None,
@@ -444,6 +444,12 @@ def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, calibrate_daw
         if output:
             Path(output).write_text(json.dumps(res, default=float))
         return {"coarse_buckets": res}
+    if calibrate_privtree:
+        res = privtree_fraction_calibration(n=n or 1024, trials=trials, datasets=datasets,
+                                            seed=15 if seed == 0 else seed, log=log)
+        if output:
+            Path(output).write_text(json.dumps(res, default=float))
+        return {"privtree_fractions": res}
     if not (speed or hdmm or accuracy or fit_auto or calibrate_dawa or fit_dawa_penalty_files
             or dawa_schedule_files or dawa_maps or dawa2d_penalties is not None):
         speed = hdmm = accuracy = True
@@ -700,6 +706,65 @@ def coarse_bucket_calibration(*, buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512,
     rows = [{"workload": k[0], "scale": k[1], "epsilon": k[2], "buckets": k[3], "dataset": k[4],
              "n": n, "errors": v} for k, v in err.items()]
     return {"tables": tables, "rule": (float(intercept), float(slope)), "errors": rows}
+
+
+#: the (scale, epsilon) settings of the privtree tree-fraction calibration: eps * N 10 to 10^5
+PRIVTREE_SETTINGS = ((10**3, 0.01), (10**3, 0.1), (10**3, 1.0), (10**5, 0.01), (10**5, 0.1),
+                     (10**5, 1.0), (10**7, 0.01))
+
+
+def privtree_fraction_calibration(*, fractions=(0.05, 0.1, 0.15, 0.2, 0.3), n: int = 1024,
+                                  trials: int = 3, settings=PRIVTREE_SETTINGS, datasets=None,
+                                  seed: int = 15, log=print) -> dict:
+    """privtree's error for each ``tree_fraction``, per setting and workload (how the
+    default 0.15 was chosen; :mod:`veil.histograms.privtree`).
+
+    For each workload and (scale, eps): the geometric mean over datasets of the scaled error
+    with each fraction, divided by the best fraction's; the best fraction per row; a last row
+    with the geometric mean of each column over the settings.
+    """
+    from .evaluation import geomean, load_dpbench
+    from .privtree import privtree
+    from .workload import prefix_workload, random_range_workload, scaled_error
+
+    shapes = load_dpbench(datasets, n=n)
+    g = make_rng(seed=seed)  # experiments only
+    wl = {"prefix": prefix_workload(n),
+          "random": random_range_workload(n, size=2000, rng=np.random.default_rng(n))}
+    err: dict = {}
+    for name, shape in shapes.items():
+        for scale, eps in settings:
+            for _ in range(trials):
+                x = resample_to_scale(shape, int(scale), rng=g)
+                for w, q in wl.items():
+                    for f in fractions:
+                        r = privtree(x, epsilon=eps, tree_fraction=f, rng=g,
+                                     workload="prefix" if w == "prefix" else q)
+                        err.setdefault((w, scale, eps, f, name), []).append(
+                            scaled_error(q, x, r.value))
+        log(f"  {name}")
+    tables, overall = {}, {}
+    for w in wl:
+        lines = ["| eps x scale (scale / eps) | " + " | ".join(f"{f:g}" for f in fractions)
+                 + " | best |", "|---|" + "---|" * (len(fractions) + 1)]
+        cols = {f: [] for f in fractions}
+        for scale, eps in sorted(settings, key=lambda t: (t[0] * t[1], t[0])):
+            geo = {f: geomean(np.mean(err[(w, scale, eps, f, d)]) for d in shapes)
+                   for f in fractions}
+            best = min(geo, key=geo.get)
+            for f in fractions:
+                cols[f].append(geo[f] / geo[best])
+            lines.append(f"| {eps * scale:g} ({scale:.0e} / {eps:g}) | " + " | ".join(
+                f"{geo[f] / geo[best]:.2f}" for f in fractions) + f" | {best:g} |")
+        overall[w] = {f: geomean(v) for f, v in cols.items()}
+        lines.append("| geometric mean over settings | " + " | ".join(
+            f"{overall[w][f]:.2f}" for f in fractions) + " | |")
+        tables[w] = "\n".join(lines)
+        log(f"\n## privtree: error / best tree fraction's, {w} workload ({len(shapes)} datasets, "
+            f"n = {n}, {trials} trials)\n" + tables[w])
+    rows = [{"workload": k[0], "scale": k[1], "epsilon": k[2], "tree_fraction": k[3],
+             "dataset": k[4], "n": n, "errors": v} for k, v in err.items()]
+    return {"tables": tables, "overall": overall, "errors": rows}
 
 
 def fit_dawa_penalty(files, *, penalties=(2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0), folds: int = 3,
