@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from lsq_cases import dense_gls, small_cases
 from scipy import stats
 
 from veil.errors import ParameterError
@@ -45,33 +46,19 @@ def test_split_edges_cover_the_domain_with_buckets_one_bin_apart():
             assert w.min() >= 1 and w.max() - w.min() <= 1
 
 
-def _dense_gls(x, edges, strat, y, var):
-    """Brute force: weighted least squares over the bucket totals, spread uniformly."""
-    on = strat.weight > 0
-    m = len(edges) - 1
-    rows = np.array([[1.0 if strat.lo[v] <= b < strat.hi[v] else 0.0 for b in range(m)]
-                     for v in np.flatnonzero(on)])
-    wts = 1 / np.sqrt(var[on])
-    tot = np.linalg.lstsq(rows * wts[:, None], y[on] * wts, rcond=None)[0]
-    return np.repeat(tot / np.diff(edges), np.diff(edges))
-
-
 @pytest.mark.parametrize("workload", ["prefix", "all-range", [[0, 5], [3, 17], [10, 20]]])
 def test_release_equals_brute_force_least_squares_of_the_same_measurements(workload):
     from veil.histograms.dawa import _measure_tree, greedy_h
     from veil.histograms.workload import RangeWorkload
 
-    g = np.random.default_rng(3)
-    for trial in range(6):
-        n = int(g.integers(5, 21)) if isinstance(workload, str) else int(g.integers(20, 31))
-        x = g.integers(0, 30, n)
-        B = int(g.integers(1, n + 1))
+    for trial, n, x in small_cases(workload):
+        B = int(np.random.default_rng(trial).integers(1, n + 1))
         r = coarse(x, epsilon=0.7, buckets=B, workload=workload, rng=make_rng(seed=trial))
         edges = split_edges(n, B)
         strat = greedy_h(edges, RangeWorkload.from_spec(workload, n))
         y, var = _measure_tree(np.add.reduceat(x, edges[:-1]), strat, 0.7,
                                make_rng(seed=trial))          # the same noise draws
-        np.testing.assert_allclose(r.value, _dense_gls(x, edges, strat, y, var), atol=1e-8)
+        np.testing.assert_allclose(r.value, dense_gls(edges, strat, y, var), atol=1e-8)
         assert r.parameters["buckets"] == B and r.budget_split == {"buckets": 0.7}
         # uniform within every bucket
         for lo, hi in zip(edges[:-1], edges[1:]):

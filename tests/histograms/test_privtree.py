@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 import pytest
+from lsq_cases import dense_gls, small_cases
 from scipy import stats
 
 from veil.errors import ParameterError
@@ -146,26 +147,12 @@ def test_leaves_partition_the_domain_and_follow_the_mass():
     assert s[:, 512:].sum() > 10 * s[:, 1:512].sum()
 
 
-def _dense_gls(edges, strat, y, var):
-    """Brute force: weighted least squares over the leaf totals, spread uniformly."""
-    on = strat.weight > 0
-    m = len(edges) - 1
-    rows = np.array([[1.0 if strat.lo[v] <= b < strat.hi[v] else 0.0 for b in range(m)]
-                     for v in np.flatnonzero(on)])
-    wts = 1 / np.sqrt(var[on])
-    tot = np.linalg.lstsq(rows * wts[:, None], y[on] * wts, rcond=None)[0]
-    return np.repeat(tot / np.diff(edges), np.diff(edges))
-
-
 @pytest.mark.parametrize("workload", ["prefix", "all-range", [[0, 5], [3, 17], [10, 20]]])
 def test_release_equals_brute_force_least_squares_of_the_same_measurements(workload):
     from veil.histograms.dawa import _measure_tree, greedy_h
     from veil.histograms.workload import RangeWorkload
 
-    g = np.random.default_rng(3)
-    for trial in range(6):
-        n = int(g.integers(5, 21)) if isinstance(workload, str) else int(g.integers(20, 31))
-        x = g.integers(0, 30, n)
+    for trial, n, x in small_cases(workload):
         r = privtree(x, epsilon=0.7, workload=workload, rng=make_rng(seed=trial))
         # the same draws: the tree first, then the measurement
         rng = make_rng(seed=trial)
@@ -175,7 +162,7 @@ def test_release_equals_brute_force_least_squares_of_the_same_measurements(workl
         assert r.parameters["max_depth"] == depth
         strat = greedy_h(edges, RangeWorkload.from_spec(workload, n))
         y, var = _measure_tree(np.add.reduceat(x, edges[:-1]), strat, 0.7 * 0.85, rng)
-        np.testing.assert_allclose(r.value, _dense_gls(edges, strat, y, var), atol=1e-8)
+        np.testing.assert_allclose(r.value, dense_gls(edges, strat, y, var), atol=1e-8)
         assert r.budget_split == pytest.approx({"tree": 0.105, "buckets": 0.595})
         for lo, hi in zip(edges[:-1], edges[1:]):
             assert np.ptp(r.value[lo:hi]) < 1e-9

@@ -438,18 +438,15 @@ def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, calibrate_daw
         return {"hdmm_start": hdmm_start_benchmark(log=log)}
     if hdmm_sizes:
         return {"hdmm_sizes": hdmm_sizes_benchmark(log=log)}
-    if calibrate_coarse:
-        res = coarse_bucket_calibration(n=n or 1024, trials=trials, datasets=datasets,
-                                        seed=13 if seed == 0 else seed, log=log)
-        if output:
-            Path(output).write_text(json.dumps(res, default=float))
-        return {"coarse_buckets": res}
-    if calibrate_privtree:
-        res = privtree_fraction_calibration(n=n or 1024, trials=trials, datasets=datasets,
-                                            seed=15 if seed == 0 else seed, log=log)
-        if output:
-            Path(output).write_text(json.dumps(res, default=float))
-        return {"privtree_fractions": res}
+    for wanted, calibrate, key, default_seed in (
+            (calibrate_coarse, coarse_bucket_calibration, "coarse_buckets", 13),
+            (calibrate_privtree, privtree_fraction_calibration, "privtree_fractions", 15)):
+        if wanted:
+            res = calibrate(n=n or 1024, trials=trials, datasets=datasets,
+                            seed=default_seed if seed == 0 else seed, log=log)
+            if output:
+                Path(output).write_text(json.dumps(res, default=float))
+            return {key: res}
     if not (speed or hdmm or accuracy or fit_auto or calibrate_dawa or fit_dawa_penalty_files
             or dawa_schedule_files or dawa_maps or dawa2d_penalties is not None):
         speed = hdmm = accuracy = True
@@ -588,6 +585,17 @@ def load_rows(paths) -> list:
     return list(rows.values())
 
 
+def _calibration_inputs(datasets, n: int, seed: int):
+    """``(shapes, rng, workloads)`` of the calibrations: the DPBench shapes at ``n`` bins, a
+    seeded generator (experiments only) and the prefix and 2000-random-range workloads."""
+    from .evaluation import load_dpbench
+    from .workload import prefix_workload, random_range_workload
+
+    wl = {"prefix": prefix_workload(n),
+          "random": random_range_workload(n, size=2000, rng=np.random.default_rng(n))}
+    return load_dpbench(datasets, n=n), make_rng(seed=seed), wl
+
+
 def dawa_penalty_calibration(*, penalties=(0.0, 1.0, 2.0, 2.5, 3.0, 4.0), n: int = 1024,
                              trials: int = 3, epsilons=(0.01, 0.1, 1.0, 10.0),
                              scales=(10**3, 10**5, 10**7), datasets=None, seed: int = 7,
@@ -600,13 +608,10 @@ def dawa_penalty_calibration(*, penalties=(0.0, 1.0, 2.0, 2.5, 3.0, 4.0), n: int
     :data:`veil.histograms.dawa.SELECTION_PENALTY` was chosen by).
     """
     from .dawa import PARTITION_NOISE, dawa
-    from .evaluation import geomean, load_dpbench
-    from .workload import prefix_workload, random_range_workload, scaled_error
+    from .evaluation import geomean
+    from .workload import scaled_error
 
-    shapes = load_dpbench(datasets, n=n)
-    g = make_rng(seed=seed)  # experiments only
-    wl = {"prefix": prefix_workload(n),
-          "random": random_range_workload(n, size=2000, rng=np.random.default_rng(n))}
+    shapes, g, wl = _calibration_inputs(datasets, n, seed)
     err: dict = {}
     for name, shape in shapes.items():
         for scale in scales:
@@ -645,6 +650,29 @@ def dawa_penalty_calibration(*, penalties=(0.0, 1.0, 2.0, 2.5, 3.0, 4.0), n: int
     return {"tables": tables, "errors": rows}
 
 
+def _parameter_sweep(release, values, *, n: int, trials: int, settings, datasets, seed: int,
+                     log) -> tuple[dict, dict, dict]:
+    """Run ``release(x, eps, value, rng, workload)`` for every value of one parameter on the
+    same re-sampled histograms (per dataset, (scale, eps) setting and trial) and both
+    workloads; returns ``(shapes, workloads, {(workload, scale, eps, value, dataset): [scaled
+    errors]})``. The calibrations of coarse's bucket rule and privtree's tree fraction."""
+    from .workload import scaled_error
+
+    shapes, g, wl = _calibration_inputs(datasets, n, seed)
+    err: dict = {}
+    for name, shape in shapes.items():
+        for scale, eps in settings:
+            for _ in range(trials):
+                x = resample_to_scale(shape, int(scale), rng=g)
+                for w, q in wl.items():
+                    for v in values:
+                        r = release(x, eps, v, g, "prefix" if w == "prefix" else q)
+                        err.setdefault((w, scale, eps, v, name), []).append(
+                            scaled_error(q, x, r.value))
+        log(f"  {name}")
+    return shapes, wl, err
+
+
 #: the (scale, epsilon) settings of the coarse bucket calibration: eps * N from 10 to 10^5
 COARSE_SETTINGS = ((10**3, 0.01), (10**3, 0.0316), (10**3, 0.1), (10**3, 0.316), (10**3, 1.0),
                    (10**5, 0.01), (10**4, 0.316), (10**5, 0.1), (10**7, 0.01))
@@ -663,26 +691,13 @@ def coarse_bucket_calibration(*, buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512,
     (no coarsening) wins.
     """
     from .coarse import coarse
-    from .evaluation import geomean, load_dpbench
-    from .workload import prefix_workload, random_range_workload, scaled_error
+    from .evaluation import geomean
 
-    shapes = load_dpbench(datasets, n=n)
     buckets = tuple(b for b in buckets if b <= n)
-    g = make_rng(seed=seed)  # experiments only
-    wl = {"prefix": prefix_workload(n),
-          "random": random_range_workload(n, size=2000, rng=np.random.default_rng(n))}
-    err: dict = {}
-    for name, shape in shapes.items():
-        for scale, eps in settings:
-            for _ in range(trials):
-                x = resample_to_scale(shape, int(scale), rng=g)
-                for w, q in wl.items():
-                    for B in buckets:
-                        r = coarse(x, epsilon=eps, buckets=B, rng=g,
-                                   workload="prefix" if w == "prefix" else q)
-                        err.setdefault((w, scale, eps, B, name), []).append(
-                            scaled_error(q, x, r.value))
-        log(f"  {name}")
+    shapes, wl, err = _parameter_sweep(
+        lambda x, eps, B, g, workload: coarse(x, epsilon=eps, buckets=B, rng=g,
+                                              workload=workload),
+        buckets, n=n, trials=trials, settings=settings, datasets=datasets, seed=seed, log=log)
     tables, points = {}, []
     for w in wl:
         head = ("| eps x scale (scale / eps) | " + " | ".join(str(b) for b in buckets)
@@ -723,26 +738,13 @@ def privtree_fraction_calibration(*, fractions=(0.05, 0.1, 0.15, 0.2, 0.3), n: i
     with each fraction, divided by the best fraction's; the best fraction per row; a last row
     with the geometric mean of each column over the settings.
     """
-    from .evaluation import geomean, load_dpbench
+    from .evaluation import geomean
     from .privtree import privtree
-    from .workload import prefix_workload, random_range_workload, scaled_error
 
-    shapes = load_dpbench(datasets, n=n)
-    g = make_rng(seed=seed)  # experiments only
-    wl = {"prefix": prefix_workload(n),
-          "random": random_range_workload(n, size=2000, rng=np.random.default_rng(n))}
-    err: dict = {}
-    for name, shape in shapes.items():
-        for scale, eps in settings:
-            for _ in range(trials):
-                x = resample_to_scale(shape, int(scale), rng=g)
-                for w, q in wl.items():
-                    for f in fractions:
-                        r = privtree(x, epsilon=eps, tree_fraction=f, rng=g,
-                                     workload="prefix" if w == "prefix" else q)
-                        err.setdefault((w, scale, eps, f, name), []).append(
-                            scaled_error(q, x, r.value))
-        log(f"  {name}")
+    shapes, wl, err = _parameter_sweep(
+        lambda x, eps, f, g, workload: privtree(x, epsilon=eps, tree_fraction=f, rng=g,
+                                                workload=workload),
+        fractions, n=n, trials=trials, settings=settings, datasets=datasets, seed=seed, log=log)
     tables, overall = {}, {}
     for w in wl:
         lines = ["| eps x scale (scale / eps) | " + " | ".join(f"{f:g}" for f in fractions)
