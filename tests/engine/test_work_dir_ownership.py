@@ -129,6 +129,27 @@ def test_work_folder_of_an_older_veil_without_the_mark_is_still_veils(tmp_path):
     assert _foreign_in_work(old) == ".job.json.tmp-0123456789abcdef"
 
 
+def test_a_work_folder_whose_mark_another_job_is_writing_is_veils(tmp_path):
+    """Found by the engine's race test under load (two jobs started together): the second
+    job saw the first one's folder while its mark was still a temporary file and refused it
+    as 'not a veil work folder' instead of reaching the lock ('in use by another veil job').
+    Only the mark's own temporary counts; anything else beside it is still foreign."""
+    from veil.engine.runner import WORK_MARK, _foreign_in_work, claim_work_dir
+
+    work = tmp_path / ".out.veil-work"
+    work.mkdir()
+    work.chmod(0o700)  # as the other job made it (private_dir)
+    tmp = work / f".{WORK_MARK}.tmp-0123456789abcdef"
+    tmp.write_text("")
+    assert _foreign_in_work(work) is None
+    assert claim_work_dir(work) == work and (work / WORK_MARK).is_file()
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / f".{WORK_MARK}.tmp-0123456789abcdef").write_text("")
+    (other / "notes.txt").write_text("a user's file")
+    assert _foreign_in_work(other) == "notes.txt"
+
+
 @pytest.mark.parametrize("dangling", [False, True], ids=["link-to-folder", "dangling-link"])
 def test_output_that_is_a_link_is_refused(tmp_path, capsys, dangling):
     if not dangling:

@@ -733,6 +733,10 @@ def _foreign_in_work(work: Path) -> str | None:
         return None
     if not names or WORK_MARK in names:
         return None
+    if all(n.startswith(f".{WORK_MARK}{fsutil.TMP_MARK}") for n in names):
+        # another job is writing its mark right now (claim_work_dir, started together with
+        # this one): the folder is veil's, and the job lock decides which of the two runs
+        return None
     foreign = [n for n in names if n not in _WORK_NAMES and not fsutil.is_tmp_name(n)]
     if foreign:
         return foreign[0]
