@@ -240,3 +240,12 @@ def test_tree_fraction_calibration_reports_the_best_fraction_per_setting():
             ratios, best = [float(c) for c in cells[1:-1]], float(cells[-1])
             assert min(ratios) == 1.0 and ratios[fr.index(best)] == 1.0
         assert all(v >= 1.0 for v in res["overall"][w].values())
+
+
+def test_the_tree_audit_watches_every_leaf_set_of_its_four_bins():
+    """The audit's events are one per reachable leaf set (as enumerated here): an event for
+    a set that cannot occur, or a missing one, weakens it silently."""
+    from veil.histograms.audits import _PT_A, _PT_TREE_CODES
+
+    sets = _exact_leaf_sets(_PT_A, 1.0)
+    assert sorted(sum(1 << i for i in s) for s in sets) == sorted(_PT_TREE_CODES)

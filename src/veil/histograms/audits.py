@@ -655,7 +655,8 @@ def _pt_tree(x, **kw):
     return sample
 
 
-_PT_TREE_EVENTS = events_points([1, 5, 7, 11, 15], key=lambda v: v)  # every 4-bin leaf set
+_PT_TREE_CODES = (1, 5, 7, 13, 15)  # every 4-bin leaf set ({0}, {0,2}, {0,1,2}, {0,2,3}, all)
+_PT_TREE_EVENTS = events_points(_PT_TREE_CODES, key=lambda v: v)
 
 
 def audit_privtree_tree(seed: int = 31) -> AuditResult:
