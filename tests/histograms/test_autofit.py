@@ -103,3 +103,20 @@ def test_fit_with_a_target_counts_cells_over_it_before_the_mean_log_ratio():
     assert TARGET == 1.15
     assert fit_rule(rows, candidates=("a", "b"), target=TARGET)["prefix"] == ((math.inf, "a"),)
     assert fit_rule(rows, candidates=("a", "b"))["prefix"] == ((math.inf, "b"),)
+
+
+def test_auto_report_fits_and_cross_validates_with_the_target_it_is_given():
+    """``--fit-auto --fit-target 1.15``: the report fits by the count of cells over the target
+    (the rule differs from the mean-log-ratio fit on these rows) and says so."""
+    from veil.histograms.bench import auto_report
+
+    errs = {"d1": (1.0, 1.2), "d2": (1.0, 1.2), "d3": (1.0, 1.2), "d4": (3.0, 1.0)}
+    rows = [EvalRow(d, m, 0.01, 1000, w, n=1000, errors=[v])
+            for d, (a, b) in errs.items() for m, v in (("dawa", a), ("hb", b))
+            for w in ("prefix", "random")]
+    lines = []
+    plain = auto_report(rows, folds=2, log=lines.append)
+    counted = auto_report(rows, folds=2, target=1.15, log=lines.append)
+    assert plain["rule"]["prefix"] == [[math.inf, "hb"]]
+    assert counted["rule"]["prefix"] == [[math.inf, "dawa"]]
+    assert any("above 1.15x the best" in line for line in lines)

@@ -387,19 +387,22 @@ def plot_accuracy(rows, path, *, scale: int = 10**5, workload: str = "prefix") -
     plt.close(fig)
 
 
-def auto_report(rows, *, folds: int = 3, candidates=None, log=print) -> dict:
+def auto_report(rows, *, folds: int = 3, candidates=None, target: float | None = None,
+                log=print) -> dict:
     """Fit the ``auto`` rule on all rows and cross-validate it by dataset; log a summary.
 
-    ``candidates`` defaults to every method evaluated in the rows (except ``auto``).
+    ``candidates`` defaults to every method evaluated in the rows (except ``auto``);
+    ``target`` is :func:`veil.histograms.autofit.fit_rule`'s (None: the mean log ratio).
     """
     from .autofit import cross_validate, evaluate_rule, fit_rule
 
     if candidates is None:
         present = {r.method for r in rows}
         candidates = tuple(m for m in METHODS if m in present and m != "auto")
-    rule = fit_rule(rows, candidates=candidates)
-    rules, held = cross_validate(rows, folds=folds, candidates=candidates)
-    log(f"# auto candidates: {', '.join(candidates)}")
+    rule = fit_rule(rows, candidates=candidates, target=target)
+    rules, held = cross_validate(rows, folds=folds, candidates=candidates, target=target)
+    log(f"# auto candidates: {', '.join(candidates)}"
+        + ("" if target is None else f"; fitted by the share of cells above {target:g}x the best"))
     full = evaluate_rule(rows, rule)
     log(f"# auto rule fitted on all datasets: {rule}")
     for r in rules:
@@ -422,7 +425,8 @@ def auto_report(rows, *, folds: int = 3, candidates=None, log=print) -> dict:
             "held_out": held, "in_sample": full, "summary": summary}
 
 
-def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, calibrate_dawa=False,
+def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, fit_target=None,
+        calibrate_dawa=False,
         calibrate_coarse=False, calibrate_privtree=False,
         hdmm_start=False, hdmm_sizes=False, trials=10, repeats=3, penalties=None, fit_dawa_penalty_files=None,
         dawa_schedule_files=None, dawa_maps=False, dawa2d_penalties=None,
@@ -509,7 +513,7 @@ def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, calibrate_daw
     if fit_auto is not None:
         paths = fit_auto if isinstance(fit_auto, (list, tuple)) else [fit_auto]
         rows = load_rows(paths)
-        out["auto"] = auto_report(rows, log=log)
+        out["auto"] = auto_report(rows, target=fit_target, log=log)
         from .evaluation import format_table
 
         if output is not None:
