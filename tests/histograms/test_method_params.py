@@ -135,3 +135,18 @@ def test_auto_at_large_domains_picks_methods_that_run():
     assert r.mechanism == "privtree" and r.value.size == 30000
     m, why = choose_method(n=8192, epsilon=1.0, records_bound=10 ** 7)
     assert m == "hb" and "no ready strategy for 8,192 bins" in why
+
+
+def test_a_records_bound_a_method_does_not_take_is_noted_not_dropped():
+    """`--records-bound 100 --method hb` used to vanish without a word: the release now
+    says the bound was not used (and by which method); methods that use it say nothing."""
+    x = np.array([3, 0, 5, 7] * 8)
+    for m in ("hb", "identity", "privtree", "hdmm"):
+        r = publish(x, epsilon=1.0, method=m, records_bound=100, rng=make_rng(seed=1))
+        assert any(f"records_bound=100 not used: {m} takes no records bound" in n
+                   for n in r.notes), (m, r.notes)
+    for m in ("dawa", "coarse"):
+        r = publish(x, epsilon=1.0, method=m, records_bound=100, rng=make_rng(seed=1))
+        assert not any("not used" in n for n in r.notes) and r.parameters["records_bound"] == 100
+    with pytest.raises(ParameterError, match="records_bound"):
+        publish(x, epsilon=1.0, method="hb", records_bound=-1)

@@ -552,6 +552,9 @@ def _publish_counts(counts, *, epsilon, method: str = "auto", rng=None, records_
                 # it tightens optimized StructureFirst's budget-split model; it sets
                 # DAWA's selection penalty and coarse's number of buckets from the signal
                 params["records_bound"] = records_bound
+            else:  # said, not silently dropped
+                unused.append(f"records_bound={records_bound:g} not used: {method} takes no "
+                              "records bound")
     fn = _mechanism(method)
     if method in ("structurefirst", "optimized-structurefirst"):
         params.setdefault("count_bound", None)  # a clear error if the public bound is missing
@@ -559,6 +562,8 @@ def _publish_counts(counts, *, epsilon, method: str = "auto", rng=None, records_
         rel = fn(x, epsilon=b_run, rng=rng, **params)
     except TypeError as exc:  # unknown keyword for this mechanism
         raise ParameterError(f"method {method!r}: {exc}") from None
+    if note is None and unused:
+        rel = dataclasses.replace(rel, notes=(*rel.notes, *unused))
     if note is not None:
         rel = dataclasses.replace(rel, budget=b,
                                   budget_split={**pre_split, **rel.budget_split},
