@@ -426,6 +426,17 @@ def _build_hierarchy(m: int):
     return tuple(np.asarray(v, dtype=np.int64) for v in (lo, hi, left, right, depth))
 
 
+def _segment_ids(starts, ends, m: int) -> np.ndarray:
+    """For each of ``m`` buckets, the index of the disjoint segment ``[starts[j], ends[j])``
+    holding it, or ``len(starts)`` for buckets in none."""
+    out = np.full(m, starts.size, dtype=np.int64)
+    lengths = ends - starts
+    idx = np.repeat(np.arange(starts.size), lengths)
+    pos = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+    out[pos + np.arange(idx.size)] = idx
+    return out
+
+
 def greedy_h(edges, workload, *, criterion: str = "dawa") -> GreedyHStrategy:
     """GreedyH weights for the buckets ``edges`` and a public range workload.
 
@@ -450,67 +461,61 @@ def greedy_h(edges, workload, *, criterion: str = "dawa") -> GreedyHStrategy:
     err = np.zeros(N)
     k = np.zeros(N)
     share = np.zeros(N)                   # r: the node's own share of its subtree's budget
-    U = {}                                # node -> u vector over its buckets
     r_grid = np.arange(GRID) / GRID       # 0, 0.01, ..., 0.99
     q_grid = 1.0 - r_grid
+    # every node's u vector, kept over the buckets: at a node's level ub[lo:hi] is its u (the
+    # children's scaled vectors side by side); the nodes of one level cover disjoint buckets
+    ub = np.ones(m)
+    bins_per_bucket = np.diff(e)
     for d in range(int(depth.max()), -1, -1):
-        nodes = np.flatnonzero(depth == d)
-        # the node-level u vectors (children's u concatenated) spread over the bins
-        vec = np.zeros(n)
-        vec_starts = []
-        for v in nodes:
-            if left[v] < 0:
-                u = np.ones(1)
-            else:
-                u = np.concatenate((U.pop(int(left[v])), U.pop(int(right[v]))))
-            U[int(v)] = u
-            b0, b1 = e[lo[v]], e[hi[v]]
-            vec[b0:b1] = np.repeat(u / bsize[lo[v]:hi[v]], np.diff(e[lo[v]:hi[v] + 1]))
-            vec_starts.append(b0)
-        seg = np.unique(np.concatenate(([0], vec_starts, e[hi[nodes]])))
+        nodes = np.flatnonzero(depth == d)   # breadth-first order: left to right
+        nlo, nhi = lo[nodes], hi[nodes]
+        covered = np.zeros(m + 1)
+        np.add.at(covered, nlo, 1.0)
+        np.add.at(covered, nhi, -1.0)
+        covered = np.cumsum(covered)[:m] > 0
+        vec = np.repeat(np.where(covered, ub / bsize, 0.0), bins_per_bucket)
+        seg = np.unique(np.concatenate(([0], e[nlo], e[nhi])))
         seg = seg[seg < n]
-        quad_all = w.block_quadratic(vec, seg)
-        qpos = {int(s): i for i, s in enumerate(seg)}
-        M = np.array([quad_all[qpos[int(e[lo[v]])]] for v in nodes])
+        M = w.block_quadratic(vec, seg)[np.searchsorted(seg, e[nlo])]
         internal = left[nodes] >= 0
-        M1 = np.zeros(nodes.size)            # the children's own blocks (no cross terms)
-        if criterion == "dawa" and internal.any():
-            ch = np.concatenate((left[nodes[internal]], right[nodes[internal]]))
-            cseg = np.unique(np.concatenate(([0], e[lo[ch]], e[hi[ch]])))
+        leaves = nodes[~internal]
+        err[leaves], k[leaves], share[leaves] = M[~internal], 1.0, 1.0
+        if not internal.any():
+            continue
+        iv = nodes[internal]
+        a, b = left[iv], right[iv]
+        Mi = M[internal]
+        E = err[a] + err[b]
+        kk = k[a] + k[b]
+        if criterion == "dawa":
+            cseg = np.unique(np.concatenate(([0], e[lo[a]], e[lo[b]], e[hi[b]])))
             cseg = cseg[cseg < n]
             cq = w.block_quadratic(vec, cseg)
-            at = {int(s): float(v) for s, v in zip(cseg, cq)}  # segment start -> quadratic
-            M1[internal] = [at[int(e[lo[left[v]]])] + at[int(e[lo[right[v]]])]
-                            for v in nodes[internal]]
-        for t, v in enumerate(nodes):
-            v = int(v)
-            if left[v] < 0:                # a leaf: its own query, weight 1 (relative)
-                err[v], k[v], share[v] = M[t], 1.0, 1.0
-                continue
-            u = U[v]
-            E = err[left[v]] + err[right[v]]
-            kk = float(u.sum())
-            if criterion == "dawa":
-                dec = 2.0 ** (-d / 2.0)
-                r2 = r_grid ** 2 * dec
-                Mm = (M[t] - M1[t]) * dec + M1[t]
-            else:
-                r2 = r_grid ** 2
-                Mm = M[t]
-            tot = (E - Mm * r2 / (q_grid ** 2 + r2 * kk)) / q_grid ** 2
-            i = int(np.argmin(tot))
-            r, q = r_grid[i], q_grid[i]
-            c = r * r / (q * q + r * r * kk)            # the exact update of the inverse
-            U[v] = u * (1.0 - c * kk) / (q * q)
-            err[v], k[v], share[v] = tot[i], float(U[v].sum()), r
+            M1 = cq[np.searchsorted(cseg, e[lo[a]])] + cq[np.searchsorted(cseg, e[lo[b]])]
+            dec = 2.0 ** (-d / 2.0)
+            r2 = (r_grid ** 2 * dec)[None, :]
+            Mm = ((Mi - M1) * dec + M1)[:, None]
+        else:
+            r2 = (r_grid ** 2)[None, :]
+            Mm = Mi[:, None]
+        tot = (E[:, None] - Mm * r2 / (q_grid[None, :] ** 2 + r2 * kk[:, None])) / q_grid ** 2
+        i = np.argmin(tot, axis=1)
+        r, q = r_grid[i], q_grid[i]
+        c = r * r / (q * q + r * r * kk)           # the exact update of the inverse
+        scale = (1.0 - c * kk) / (q * q)
+        ub *= np.r_[scale, 1.0][_segment_ids(lo[iv], hi[iv], m)]
+        err[iv], k[iv], share[iv] = tot[np.arange(iv.size), i], scale * kk, r
     # weights: own share times the product of the ancestors' passed-down shares
     weight = np.zeros(N)
     passed = np.ones(N)
-    for v in range(N):                    # breadth-first order: parents come first
-        weight[v] = passed[v] * share[v]
-        for c in (left[v], right[v]):
-            if c >= 0:
-                passed[c] = passed[v] * (1.0 - share[v])
+    for d in range(int(depth.max()) + 1):     # parents before their children
+        nodes = np.flatnonzero(depth == d)
+        weight[nodes] = passed[nodes] * share[nodes]
+        inner = nodes[left[nodes] >= 0]
+        down = passed[inner] * (1.0 - share[inner])
+        passed[left[inner]] = down
+        passed[right[inner]] = down
     return GreedyHStrategy(lo, hi, left, right, depth, weight, err[0])
 
 
