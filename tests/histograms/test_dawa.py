@@ -293,3 +293,27 @@ def test_greedy_h_level_by_level_equals_the_node_by_node_reference(criterion):
                 # (with random ranges that miss buckets the error model's update divides by
                 # tiny q^2 and the two summation orders part in the 5th digit; weights agree)
                 assert s.model_error == pytest.approx(model_error, rel=1e-9)
+
+
+def test_hierarchy_is_the_balanced_split_in_breadth_first_order():
+    """The level-by-level hierarchy: 2m - 1 nodes, node [a, b) split at a + (b - a) // 2 into
+    children with larger indices, depths in order, every bucket one leaf, and the
+    breadth-first queue order (children appended in their parents' order)."""
+    from collections import deque
+
+    from veil.histograms.dawa import _build_hierarchy
+
+    for m in list(range(1, 70)) + [1000, 1025]:
+        lo, hi, left, right, depth = _build_hierarchy(m)
+        assert lo.size == 2 * m - 1 and np.all(np.diff(depth) >= 0)
+        queue, order = deque([(0, m)]), []
+        while queue:                                  # the queue the order must follow
+            a, b = queue.popleft()
+            order.append((a, b))
+            if b - a > 1:
+                queue.extend([(a, a + (b - a) // 2), (a + (b - a) // 2, b)])
+        assert list(zip(lo.tolist(), hi.tolist())) == order
+        inner = left >= 0
+        assert np.all(left[inner] > np.flatnonzero(inner)) and np.all(right[inner] == left[inner] + 1)
+        assert np.array_equal(lo[left[inner]], lo[inner]) and np.array_equal(hi[right[inner]], hi[inner])
+        assert sorted(lo[~inner].tolist()) == list(range(m))

@@ -110,6 +110,8 @@ __all__ = ["dawa", "PARTITION_NOISE", "SELECTION_PENALTY", "PENALTY_SCHEDULE", "
 
 #: the grid of GreedyH (the share a node keeps for itself is a multiple of 1/GRID)
 GRID = 100
+#: nodes per block when GreedyH scores a level's nodes on the grid (bounds its memory)
+_GRID_CHUNK = 4096
 
 #: the partition's Laplace noise scale times eps1: twice the bound 2 on how far one record
 #: moves one interval's cost (the module docstring's proof)
@@ -409,21 +411,27 @@ class GreedyHStrategy:
 
 
 def _build_hierarchy(m: int):
-    lo, hi, left, right, depth = [0], [m], [-1], [-1], [0]
-    i = 0
-    while i < len(lo):  # breadth first: one node per step, 2m - 1 nodes
-        a, b = lo[i], hi[i]
-        if b - a > 1:
-            mid = a + (b - a) // 2
-            for c0, c1 in ((a, mid), (mid, b)):
-                (left if c0 == a else right)[i] = len(lo)
-                lo.append(c0)
-                hi.append(c1)
-                left.append(-1)
-                right.append(-1)
-                depth.append(depth[i] + 1)
-        i += 1
-    return tuple(np.asarray(v, dtype=np.int64) for v in (lo, hi, left, right, depth))
+    """The balanced binary hierarchy over ``m`` buckets in breadth-first order (``2m - 1``
+    nodes; a node ``[a, b)`` splits at ``a + (b - a) // 2``), built level by level."""
+    lo_l, hi_l, left_l, right_l, depth_l = [], [], [], [], []
+    lo, hi = np.array([0], dtype=np.int64), np.array([m], dtype=np.int64)
+    start, d = 0, 0
+    while lo.size:
+        split = hi - lo > 1
+        nxt = start + lo.size                       # index of this level's first child
+        child = nxt + 2 * (np.cumsum(split) - 1)
+        left_l.append(np.where(split, child, -1))
+        right_l.append(np.where(split, child + 1, -1))
+        lo_l.append(lo)
+        hi_l.append(hi)
+        depth_l.append(np.full(lo.size, d, dtype=np.int64))
+        a, b = lo[split], hi[split]
+        mid = a + (b - a) // 2
+        lo = np.stack((a, mid), axis=1).ravel()
+        hi = np.stack((mid, b), axis=1).ravel()
+        start, d = nxt, d + 1
+    return tuple(np.concatenate(v).astype(np.int64)
+                 for v in (lo_l, hi_l, left_l, right_l, depth_l))
 
 
 def _segment_ids(starts, ends, m: int) -> np.ndarray:
@@ -499,13 +507,20 @@ def greedy_h(edges, workload, *, criterion: str = "dawa") -> GreedyHStrategy:
         else:
             r2 = (r_grid ** 2)[None, :]
             Mm = Mi[:, None]
-        tot = (E[:, None] - Mm * r2 / (q_grid[None, :] ** 2 + r2 * kk[:, None])) / q_grid ** 2
-        i = np.argmin(tot, axis=1)
+        i = np.empty(iv.size, dtype=np.int64)
+        best = np.empty(iv.size)
+        for c0 in range(0, iv.size, _GRID_CHUNK):  # (nodes x GRID) floats, a chunk at a time
+            sl = slice(c0, c0 + _GRID_CHUNK)
+            Mc = Mm[sl]
+            tot = (E[sl, None] - Mc * r2 / (q_grid[None, :] ** 2 + r2 * kk[sl, None])) \
+                / q_grid ** 2
+            i[sl] = np.argmin(tot, axis=1)
+            best[sl] = tot[np.arange(tot.shape[0]), i[sl]]
         r, q = r_grid[i], q_grid[i]
         c = r * r / (q * q + r * r * kk)           # the exact update of the inverse
         scale = (1.0 - c * kk) / (q * q)
         ub *= np.r_[scale, 1.0][_segment_ids(lo[iv], hi[iv], m)]
-        err[iv], k[iv], share[iv] = tot[np.arange(iv.size), i], scale * kk, r
+        err[iv], k[iv], share[iv] = best, scale * kk, r
     # weights: own share times the product of the ancestors' passed-down shares
     weight = np.zeros(N)
     passed = np.ones(N)
@@ -526,34 +541,44 @@ def tree_gls(strategy: GreedyHStrategy, y: np.ndarray, var: np.ndarray) -> np.nd
     measured). Upward pass: each node combines its own measurement with the sum
     of its children's estimates by inverse-variance weighting; downward pass:
     the parent's residual is shared among the children in proportion to their
-    variances. Equal to the dense least-squares solution (tested).
+    variances. Equal to the dense least-squares solution (tested). Both passes run
+    level by level over arrays.
     """
-    lo, left, right = strategy.lo, strategy.left, strategy.right
+    lo, left, right, depth = strategy.lo, strategy.left, strategy.right, strategy.depth
+    y = np.asarray(y, dtype=np.float64)
+    var = np.asarray(var, dtype=np.float64)
     N = lo.size
     z = np.zeros(N)
     vz = np.zeros(N)
-    for v in range(N - 1, -1, -1):        # children have larger indices
-        own_v = var[v]
-        if left[v] < 0:
-            z[v], vz[v] = y[v], own_v
+    levels = [np.flatnonzero(depth == d) for d in range(int(depth.max()) + 1)]
+    for nodes in reversed(levels):        # children (deeper) before their parents
+        leaf = left[nodes] < 0
+        lv = nodes[leaf]
+        z[lv], vz[lv] = y[lv], var[lv]
+        iv = nodes[~leaf]
+        if not iv.size:
             continue
-        a, b = left[v], right[v]
+        a, b = left[iv], right[iv]
         cs, cv = z[a] + z[b], vz[a] + vz[b]
-        if math.isinf(own_v):
-            z[v], vz[v] = cs, cv
-        else:
-            wy, wc = 1.0 / own_v, 1.0 / cv
-            z[v] = (wy * y[v] + wc * cs) / (wy + wc)
-            vz[v] = 1.0 / (wy + wc)
+        own = var[iv]
+        unmeasured = np.isinf(own)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            wy, wc = 1.0 / own, 1.0 / cv
+            zc = (wy * y[iv] + wc * cs) / (wy + wc)
+            vc = 1.0 / (wy + wc)
+        z[iv] = np.where(unmeasured, cs, zc)
+        vz[iv] = np.where(unmeasured, cv, vc)
     est = z.copy()
     m = int(strategy.hi[0])
     out = np.zeros(m)
-    for v in range(N):
-        a, b = left[v], right[v]
-        if a < 0:
-            out[lo[v]] = est[v]
+    for nodes in levels:                  # parents before their children
+        leaf = left[nodes] < 0
+        out[lo[nodes[leaf]]] = est[nodes[leaf]]
+        iv = nodes[~leaf]
+        if not iv.size:
             continue
-        resid = est[v] - z[a] - z[b]
+        a, b = left[iv], right[iv]
+        resid = est[iv] - z[a] - z[b]
         tv = vz[a] + vz[b]
         est[a] = z[a] + resid * vz[a] / tv
         est[b] = z[b] + resid * vz[b] / tv
