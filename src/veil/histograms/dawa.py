@@ -457,6 +457,10 @@ def greedy_h(edges, workload, *, criterion: str = "dawa") -> GreedyHStrategy:
     the root's squared share and the cross terms between the two children
     (``M - M_children``) discounted by ``2^(-depth/2)``; ``'exact'`` uses the
     node's exact workload error. ``r`` is the best of ``0, 0.01, ..., 0.99``.
+
+    All nodes of one depth are scored at once (their buckets are disjoint), from the leaves
+    up, in blocks of ``_GRID_CHUNK`` nodes; the result equals the node-by-node computation
+    (``tests/lsq_cases.py`` keeps that form as the tests' reference).
     """
     criterion = check_choice(criterion, "criterion", ("dawa", "exact"))
     e = np.asarray(edges, dtype=np.int64)
