@@ -10,6 +10,7 @@ Usage (from the project root; real data in ../shared or $VEIL_SHARED)::
         --json-rules rules.json                                        # fit auto's rule
     PYTHONPATH=src python benchmarks/maps.py autoeval --rules rules.json --seed 0
     PYTHONPATH=src python benchmarks/maps.py scale --points 100000000  # 10^8 points, 1024^2
+    PYTHONPATH=src python benchmarks/maps.py calibrate-privtree --runs 20  # PrivTree's fraction
 
 accuracy: every mechanism, auto and the flattened-HB baseline on the two DPBench 2-D
 histograms and the maps built from the shared point files (``--datasets real``: Gowalla over
@@ -27,6 +28,9 @@ rule, auto with the rule of the fold that left the map's source out (held out) a
 scale: synthetic points written by a streaming DuckDB COPY to a Parquet file in /tmp (not
 committed), then points -> 1024 x 1024 map locally and on Dask (2 local workers), record and
 person level; wall time and peak resident memory of every process.
+calibrate-privtree: PrivTree's tree_fraction on the eight maps (eps 0.1 and 1, N 10^4-10^8):
+per setting the error over the best fraction's, and each fraction's geometric mean over the
+settings (the criterion of veil.maps.privtree.TREE_FRACTION).
 """
 
 from __future__ import annotations
@@ -275,6 +279,20 @@ def _scale(a):
         Path(a.json).write_text(json.dumps(res, indent=1))
 
 
+def _calibrate_privtree(a):
+    from veil.maps.bench import privtree_fraction_calibration
+    from veil.maps.evaluation import fresh_shapes, load_dpbench_2d, real_shapes
+
+    shapes = {**load_dpbench_2d(), **real_shapes(), **fresh_shapes()}
+    out = privtree_fraction_calibration(
+        shapes, fractions=tuple(float(f) for f in a.fractions),
+        scales=tuple(int(float(s)) for s in a.scales), runs=a.runs, seed=a.seed,
+        log=lambda m: print(m, file=sys.stderr if m.startswith(tuple(shapes)) else sys.stdout,
+                            flush=True))
+    if a.json:
+        Path(a.json).write_text(json.dumps(out, indent=1))
+
+
 def main(argv=None) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -332,8 +350,15 @@ def main(argv=None) -> int:
     p.add_argument("--method", default="hdmm")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--json", default=None)
+    p = sub.add_parser("calibrate-privtree")
+    p.add_argument("--fractions", nargs="*", default=["0.15", "0.2", "0.25", "0.3", "0.35", "0.4",
+                                                       "0.5"])
+    p.add_argument("--scales", nargs="*", default=["1e4", "1e5", "1e6", "1e7", "1e8"])
+    p.add_argument("--runs", type=int, default=20)
+    p.add_argument("--seed", type=int, default=21, help="the experiment's seed (shipped: 21)")
+    p.add_argument("--json", default=None)
     a = ap.parse_args(argv)
-    {"fit": _fit, "accuracy": _accuracy, "table": _table, "scale": _scale,
+    {"calibrate-privtree": _calibrate_privtree, "fit": _fit, "accuracy": _accuracy, "table": _table, "scale": _scale,
      "autoeval": _autoeval}[a.cmd](a)
     return 0
 

@@ -13,7 +13,7 @@ from veil.maps._blocks import block_order, hilbert_order, prefix2d, rect_sums
 from veil.maps.hdmm import PIdentity, optimize_pidentity, range_gram
 from veil.maps.mechanisms import (ag, ag_core, ag_sizes, hb2d_branching, hilbert_cells,
                                   quadtree_epsilons, tree2d, ug_size)
-from veil.maps.privtree import privtree, privtree_batch
+from veil.maps.privtree import TREE_FRACTION, privtree, privtree_batch
 from veil.random import make_rng
 
 X = np.random.default_rng(1).poisson(3.0, (12, 20)).astype(np.int64)
@@ -185,8 +185,10 @@ def test_ag_batch_equals_single_release():
 
 def test_privtree_batch_equals_release_and_empty_map_is_one_leaf():
     r = privtree(X, epsilon=1.0, rng=make_rng(seed=5))
-    est, info = privtree_batch(X, batch=1, eps_tree=0.5, eps_leaf=0.5, sensitivity=1,
-                               theta=0.0, rng=make_rng(seed=5))
+    split = r.budget_split
+    assert split["tree"] == pytest.approx(TREE_FRACTION) and r.parameters["tree_fraction"] == 0.3
+    est, info = privtree_batch(X, batch=1, eps_tree=split["tree"], eps_leaf=split["leaves"],
+                               sensitivity=1, theta=0.0, rng=make_rng(seed=5))
     assert np.array_equal(r.value, est[0]) and r.parameters["leaves"] == info["leaves"]
     big = np.zeros((64, 64), dtype=int)
     leaves = [privtree(big, epsilon=1.0, rng=make_rng(seed=s)).parameters["leaves"]
@@ -232,3 +234,30 @@ def test_hdmm_disk_cache_round_trip(tmp_path, monkeypatch):
         assert np.allclose(c.theta, a.theta)
     finally:
         H.strategy_for.cache_clear()
+
+
+def test_privtree_fraction_calibration_runs_the_fractions_on_common_random_numbers():
+    """The calibration behind TREE_FRACTION: each recorded error is the error of a PrivTree
+    release with that fraction; all fractions of a run share the resampled map and the
+    generator state; the table's ratios are against the best fraction (so its minimum is 1)."""
+    from veil.maps.bench import privtree_fraction_calibration
+    from veil.maps.evaluation import random_rectangles, rectangle_answers, resample_map
+
+    x = np.zeros((16, 16), dtype=int)
+    x[:4, :4] = 9
+    x[9, 12] = 4
+    out = privtree_fraction_calibration({"toy": x}, fractions=(0.2, 0.6), epsilons=(1.0,),
+                                        scales=(500,), runs=2, queries=50, seed=3,
+                                        log=lambda s: None)
+    assert min(out["overall"].values()) == 1.0 and max(out["overall"].values()) > 1.0
+    # replay the first run by hand with the function's own seeding
+    g = make_rng(seed=3)
+    q = random_rectangles(16, 16, size=50, rng=g)
+    m = resample_map(x, 500, rng=g)
+    run_seed = int(g.integers(0, 2**63))
+    by = {r["tree_fraction"]: r["errors"] for r in out["errors"]}
+    for f in (0.2, 0.6):
+        v = privtree(m, epsilon=1.0, tree_fraction=f, rng=make_rng(seed=run_seed)).value
+        want = float(np.mean(np.abs(rectangle_answers(q, m) - rectangle_answers(q, v))) / 500)
+        assert by[f][0] == pytest.approx(want, rel=1e-12)
+    assert by[0.2][0] != by[0.6][0]

@@ -18,6 +18,7 @@ twins below. Canaries use the same seeds as the audits (the power check of the a
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -188,21 +189,37 @@ def canary_hb2d_root_without_noise(seed: int = 35, n: int | None = None) -> Audi
 
 
 # --------------------------------------------------------------------------- PrivTree
-# PrivTree with eps_tree = 1/2 and M = 3 has delta = 19.4: the quarter [0, 2) x [0, 2) holds
-# 18 points (biased count -1.4 at depth 1: a leaf on the true counts) or 21 (+1.6: split)
-_PT_A = np.zeros((4, 4), dtype=np.int64)
-_PT_A[:2, :2] = [[5, 5], [4, 4]]
-_PT_A[3, 3] = 2
-_PT_B = _PT_A.copy()
-_PT_B[0, 0] += M
+# PrivTree with the default eps_tree = 0.3 and M = 3 has delta = 32.35: the quarter [0, 2) x
+# [0, 2) holds 31 points (biased count -1.35 at depth 1: a leaf on the true counts) or 34 (+1.65:
+# split); the pair follows TREE_FRACTION (_pt_maps)
+def _pt_maps():
+    """PrivTree's worst-case pair: the top-left quarter holds just under ``delta`` points (the
+    depth-1 bias of the default tree budget) in A and just over it in B, so a tree split on the
+    true counts keeps that quarter a leaf in A and splits it in B (the canary's leak)."""
+    from .privtree import TREE_FRACTION, privtree_parameters
+
+    _, delta = privtree_parameters(EPS * TREE_FRACTION, M)
+    quarter = int(math.floor(delta)) - 1  # A: quarter - delta < 0 <= quarter + M - delta
+    a = np.zeros((4, 4), dtype=np.int64)
+    a[:2, :2] = quarter // 4
+    a[1, 1] += quarter - 4 * (quarter // 4)
+    a[3, 3] = 2
+    b = a.copy()
+    b[0, 0] += M
+    return a, b
+
+
+_PT_A, _PT_B = _pt_maps()
 
 
 def _privtree(x, *, split_on_true=False):
-    from .privtree import privtree_batch
+    """PrivTree with the default split of the budget (TREE_FRACTION to the tree)."""
+    from .privtree import TREE_FRACTION, privtree_batch
 
     def sample(n, g):
-        est, _ = privtree_batch(x, batch=n, eps_tree=EPS / 2, eps_leaf=EPS / 2,
-                                sensitivity=M, theta=0.0, rng=g, split_on_true=split_on_true)
+        est, _ = privtree_batch(x, batch=n, eps_tree=EPS * TREE_FRACTION,
+                                eps_leaf=EPS * (1 - TREE_FRACTION), sensitivity=M, theta=0.0,
+                                rng=g, split_on_true=split_on_true)
         return est
     return sample
 
@@ -452,15 +469,17 @@ def _mixture_identity(maps: np.ndarray):
 
 
 def _mixture_privtree(maps: np.ndarray):
-    from .privtree import privtree_batch
+    from .privtree import TREE_FRACTION, privtree_batch
 
     def sample(n, g):
         pick = g.integers(0, maps.shape[0], size=n)
         out = np.empty((n, *maps.shape[1:]))
         for j in np.unique(pick):
             sel = np.flatnonzero(pick == j)
-            out[sel], _ = privtree_batch(maps[j], batch=sel.size, eps_tree=EPS / 2,
-                                         eps_leaf=EPS / 2, sensitivity=M, theta=0.0, rng=g)
+            out[sel], _ = privtree_batch(maps[j], batch=sel.size,
+                                         eps_tree=EPS * TREE_FRACTION,
+                                         eps_leaf=EPS * (1 - TREE_FRACTION), sensitivity=M,
+                                         theta=0.0, rng=g)
         return out
     return sample
 

@@ -30,9 +30,16 @@ from ..validation import check_probability
 from ._blocks import pad_square, prefix2d, rect_sums, side_power
 from ._common import NEIGHBOURS, as_budget, as_grid_counts, check_sensitivity, noisy
 
-__all__ = ["privtree", "privtree_batch", "privtree_parameters"]
+__all__ = ["privtree", "privtree_batch", "privtree_parameters", "TREE_FRACTION"]
 
 FANOUT = 4
+#: the default share of epsilon for the decomposition. Calibrated, not taken from the paper:
+#: ``benchmarks/maps.py calibrate-privtree`` (:func:`veil.maps.bench.privtree_fraction_calibration`)
+#: ran fractions 0.15-0.5 on the eight protocol maps (two DPBench maps, six from the shared
+#: point files) at eps 0.1 and 1, N 10^4-10^8, 20 runs each; 0.3 had the smallest geometric mean
+#: ratio to the best fraction per setting (docs/benchmarks.md, "PrivTree's tree fraction").
+#: Until 2026-12-07 it was 0.5, 1.2x worse in that measure.
+TREE_FRACTION = 0.3
 
 
 def privtree_parameters(eps_tree: float, sensitivity: int = 1) -> tuple[float, float]:
@@ -108,7 +115,7 @@ def privtree_batch(x: np.ndarray, *, batch: int, eps_tree: float, eps_leaf: floa
     return out[:, :rows, :cols], info
 
 
-def privtree(counts, *, epsilon, sensitivity: int = 1, tree_fraction: float = 0.5,
+def privtree(counts, *, epsilon, sensitivity: int = 1, tree_fraction: float = TREE_FRACTION,
              theta: float = 0.0, rng=None) -> Release:
     """PrivTree on a count grid (Zhang, Xiao and Xie, SIGMOD 2016); see the module docstring.
 
@@ -126,7 +133,8 @@ def privtree(counts, *, epsilon, sensitivity: int = 1, tree_fraction: float = 0.
     epsilon : float or PureDP
     sensitivity : int
     tree_fraction : float in (0, 1)
-        Share of epsilon for the decomposition (the rest measures the leaves).
+        Share of epsilon for the decomposition (the rest measures the leaves); default
+        :data:`TREE_FRACTION` (0.3, calibrated on the protocol maps).
     theta : float
         Split threshold (public).
     rng : numpy.random.Generator, optional
