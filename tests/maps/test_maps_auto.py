@@ -84,9 +84,18 @@ def test_release_records_the_split():
     assert set(r.budget_split) == {"occupancy", "hdmm:measurements"}
     assert r.budget_split["occupancy"] == pytest.approx(FEATURE_FRACTION)
     assert r.budget_split["hdmm:measurements"] == pytest.approx(1.0 - FEATURE_FRACTION)
-    # a very sparse map at high signal: DAWA-2D, and every share recorded
+    # the sparsest maps at high signal: PrivTree (occupancy <= privtree_occupancy), every
+    # share recorded
     y = np.zeros((128, 128), dtype=np.int64)
     y[::32, ::32] = 10**6     # 16 of 16,384 cells
+    r = publish(y, epsilon=1.0, method="auto", rng=make_rng(seed=2))
+    assert r.parameters["chosen"] == "privtree" and r.mechanism == "privtree"
+    assert r.parameters["auto_occupancy"] <= RULE["privtree_occupancy"]
+    assert set(r.budget_split) == {"scale", "occupancy", "privtree:tree", "privtree:leaves"}
+    assert math.fsum(r.budget_split.values()) == pytest.approx(1.0)
+    # a very sparse map at high signal, above that: DAWA-2D, and every share recorded
+    y = np.zeros((128, 128), dtype=np.int64)
+    y[::8, ::8] = 10**6       # 256 of 16,384 cells (1.6 %)
     r = publish(y, epsilon=1.0, method="auto", rng=make_rng(seed=2))
     assert r.parameters["chosen"] == "dawa2d" and r.mechanism == "dawa2d"
     assert r.parameters["auto_occupancy"] <= RULE["dawa_occupancy"]
@@ -201,7 +210,8 @@ def test_fit_learns_the_high_signal_occupancy_thresholds():
         runs.append({"setting": (name, 1.0, 10**8), "signal": 100.0, "entropy": np.nan,
                      "occupancy": occ, "ag_a": e["ag"], "privtree_a": e["privtree"],
                      "hdmm_a": e["hdmm"], "hdmm_d": e["hdmm"], "dawa2d_a": e["dawa2d"], **e})
-    grid = {k: [v] for k, v in RULE.items() if k != "dawa_occupancy"}
+    grid = {k: [v] for k, v in RULE.items()
+            if k not in ("dawa_occupancy", "privtree_occupancy")}
     og = [-1.0, *(round(0.0025 * k, 4) for k in range(41))]
     rule, rep = fit_rule(runs, grid=grid, occupancy_grid=og, privtree_occupancy=True,
                          reference=("ag", "privtree", "hdmm", "ug", "dawa2d"))

@@ -29,6 +29,9 @@ Then (thresholds in :data:`RULE`, fitted by :func:`fit_rule` on the two DPBench 
 six maps built from the shared Gowalla, Foursquare and GeoLife point files, with a
 leave-one-source-out evaluation, see docs/maps.md):
 
+* ``sigma > hdmm_above`` and occupancy ``<= privtree_occupancy``: **PrivTree** (the sparsest
+  maps: a few hundred non-empty cells, which the tree isolates while it keeps the empty space
+  in a few large leaves);
 * ``sigma > hdmm_above`` and occupancy ``<= dawa_occupancy``: **DAWA-2D** (a very sparse map);
 * ``sigma > hdmm_above``: **HDMM** (its data-independent error is the lowest once the counts
   stand well above the noise);
@@ -85,7 +88,8 @@ OCCUPANCY_GRID = (-1.0, *(round(0.0025 * k, 4) for k in range(41)))
 #: the fitted thresholds (``python benchmarks/maps.py fit --maps all``: the two DPBench 2-D maps
 #: and six maps built from the shared point files; docs/maps.md, docs/benchmarks.md)
 RULE = {"hdmm_above": 5.6234, "privtree_min_signal": 0.0178, "privtree_entropy": 0.42,
-        "hdmm_mid_signal": 0.1778, "hdmm_entropy": 0.62, "dawa_occupancy": 0.035}
+        "hdmm_mid_signal": 0.1778, "hdmm_entropy": 0.60, "dawa_occupancy": 0.035,
+        "privtree_occupancy": 0.005}
 
 
 def signal(*, rows: int, cols: int, epsilon: float, scale: float, sensitivity: int = 1
@@ -259,7 +263,7 @@ def apply_rule(sig, ent, rule: dict | None = None, *, occupancy=None) -> np.ndar
     >>> apply_rule(np.array([100.0, 0.2, 0.2, 2.0]), np.array([np.nan, 0.3, 0.55, 0.9])).tolist()
     ['hdmm', 'privtree', 'ag', 'hdmm']
     >>> apply_rule(np.array([100.0, 100.0]), np.array([np.nan, np.nan]),
-    ...            occupancy=np.array([0.005, 0.05])).tolist()
+    ...            occupancy=np.array([0.02, 0.05])).tolist()
     ['dawa2d', 'hdmm']
     """
     r = RULE if rule is None else rule
@@ -296,8 +300,10 @@ def choose_method(*, rows: int, cols: int, epsilon: float, scale: float,
     --------
     >>> choose_method(rows=256, cols=256, epsilon=1.0, scale=10**8, occupancy=0.05)[0]
     'hdmm'
-    >>> choose_method(rows=256, cols=256, epsilon=1.0, scale=10**8, occupancy=0.005)[0]
+    >>> choose_method(rows=256, cols=256, epsilon=1.0, scale=10**8, occupancy=0.02)[0]
     'dawa2d'
+    >>> choose_method(rows=256, cols=256, epsilon=1.0, scale=10**8, occupancy=0.004)[0]
+    'privtree'
     >>> choose_method(rows=256, cols=256, epsilon=1.0, scale=10**4, entropy=0.3)[0]
     'privtree'
     >>> choose_method(rows=256, cols=256, epsilon=0.1, scale=10**4, entropy=0.6)[0]
@@ -358,10 +364,13 @@ def publish_auto(x: np.ndarray, *, epsilon, sensitivity: int = 1, scale=None, rn
     >>> r = publish_auto(x, epsilon=1.0, rng=make_rng(seed=3))
     >>> r.parameters["chosen"], sorted(r.budget_split)[:2]
     ('privtree', ['feature', 'privtree:leaves'])
-    >>> y = np.zeros((64, 64), dtype=int); y[::16, ::16] = 10**6   # 16 non-empty cells
+    >>> y = np.zeros((64, 64), dtype=int); y[::8, ::8] = 10**6   # 64 non-empty cells (1.6 %)
     >>> r = publish_auto(y, epsilon=1.0, rng=make_rng(seed=3))
     >>> r.parameters["chosen"], sorted(r.budget_split)[:2]
     ('dawa2d', ['dawa2d:dawa_buckets', 'dawa2d:dawa_partition'])
+    >>> y = np.zeros((64, 64), dtype=int); y[::32, ::32] = 10**6   # 4 non-empty cells (0.1 %)
+    >>> publish_auto(y, epsilon=1.0, rng=make_rng(seed=3)).parameters["chosen"]
+    'privtree'
     """
     from .api import publish
 
