@@ -28,9 +28,9 @@ rule, auto with the rule of the fold that left the map's source out (held out) a
 scale: synthetic points written by a streaming DuckDB COPY to a Parquet file in /tmp (not
 committed), then points -> 1024 x 1024 map locally and on Dask (2 local workers), record and
 person level; wall time and peak resident memory of every process.
-calibrate-privtree: PrivTree's tree_fraction on the eight maps (eps 0.1 and 1, N 10^4-10^8):
-per setting the error over the best fraction's, and each fraction's geometric mean over the
-settings (the criterion of veil.maps.privtree.TREE_FRACTION).
+calibrate-privtree: PrivTree's tree_fraction and internal_share on the eight maps (eps 0.1 and
+1, N 10^4-10^8): per setting the error over the best pair's, and each pair's geometric mean
+over the settings (the criterion of veil.maps.privtree.TREE_FRACTION and INTERNAL_SHARE).
 """
 
 from __future__ import annotations
@@ -286,6 +286,7 @@ def _calibrate_privtree(a):
     shapes = {**load_dpbench_2d(), **real_shapes(), **fresh_shapes()}
     out = privtree_fraction_calibration(
         shapes, fractions=tuple(float(f) for f in a.fractions),
+        shares=tuple(float(h) for h in a.shares),
         scales=tuple(int(float(s)) for s in a.scales), runs=a.runs, seed=a.seed,
         log=lambda m: print(m, file=sys.stderr if m.startswith(tuple(shapes)) else sys.stdout,
                             flush=True))
@@ -351,8 +352,9 @@ def main(argv=None) -> int:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--json", default=None)
     p = sub.add_parser("calibrate-privtree")
-    p.add_argument("--fractions", nargs="*", default=["0.15", "0.2", "0.25", "0.3", "0.35", "0.4",
-                                                       "0.5"])
+    p.add_argument("--fractions", nargs="*", default=["0.2", "0.25", "0.3", "0.35", "0.4"])
+    p.add_argument("--shares", nargs="*", default=["0.3", "0.5", "0.7"],
+                   help="internal_share values (0: the leaves alone, the paper's measurement)")
     p.add_argument("--scales", nargs="*", default=["1e4", "1e5", "1e6", "1e7", "1e8"])
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--seed", type=int, default=21, help="the experiment's seed (shipped: 21)")

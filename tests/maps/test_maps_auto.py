@@ -91,7 +91,7 @@ def test_release_records_the_split():
     r = publish(y, epsilon=1.0, method="auto", rng=make_rng(seed=2))
     assert r.parameters["chosen"] == "privtree" and r.mechanism == "privtree"
     assert r.parameters["auto_occupancy"] <= RULE["privtree_occupancy"]
-    assert set(r.budget_split) == {"scale", "occupancy", "privtree:tree", "privtree:leaves"}
+    assert set(r.budget_split) == {"scale", "occupancy", "privtree:tree", "privtree:nodes"}
     assert math.fsum(r.budget_split.values()) == pytest.approx(1.0)
     # a very sparse map at high signal, above that: DAWA-2D, and every share recorded
     y = np.zeros((128, 128), dtype=np.int64)

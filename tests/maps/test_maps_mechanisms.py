@@ -187,7 +187,7 @@ def test_privtree_batch_equals_release_and_empty_map_is_one_leaf():
     r = privtree(X, epsilon=1.0, rng=make_rng(seed=5))
     split = r.budget_split
     assert split["tree"] == pytest.approx(TREE_FRACTION) and r.parameters["tree_fraction"] == 0.3
-    est, info = privtree_batch(X, batch=1, eps_tree=split["tree"], eps_leaf=split["leaves"],
+    est, info = privtree_batch(X, batch=1, eps_tree=split["tree"], eps_leaf=split["nodes"],
                                sensitivity=1, theta=0.0, rng=make_rng(seed=5))
     assert np.array_equal(r.value, est[0]) and r.parameters["leaves"] == info["leaves"]
     big = np.zeros((64, 64), dtype=int)
@@ -246,18 +246,22 @@ def test_privtree_fraction_calibration_runs_the_fractions_on_common_random_numbe
     x = np.zeros((16, 16), dtype=int)
     x[:4, :4] = 9
     x[9, 12] = 4
-    out = privtree_fraction_calibration({"toy": x}, fractions=(0.2, 0.6), epsilons=(1.0,),
-                                        scales=(500,), runs=2, queries=50, seed=3,
-                                        log=lambda s: None)
+    out = privtree_fraction_calibration({"toy": x}, fractions=(0.2, 0.6), shares=(0.0, 0.5),
+                                        epsilons=(1.0,), scales=(500,), runs=2, queries=50,
+                                        seed=3, log=lambda s: None)
     assert min(out["overall"].values()) == 1.0 and max(out["overall"].values()) > 1.0
     # replay the first run by hand with the function's own seeding
     g = make_rng(seed=3)
     q = random_rectangles(16, 16, size=50, rng=g)
     m = resample_map(x, 500, rng=g)
     run_seed = int(g.integers(0, 2**63))
-    by = {r["tree_fraction"]: r["errors"] for r in out["errors"]}
+    by = {r["setting"]: r["errors"] for r in out["errors"]}
+    assert sorted(by) == ["0.2/0", "0.2/0.5", "0.6/0", "0.6/0.5"]
     for f in (0.2, 0.6):
-        v = privtree(m, epsilon=1.0, tree_fraction=f, rng=make_rng(seed=run_seed)).value
-        want = float(np.mean(np.abs(rectangle_answers(q, m) - rectangle_answers(q, v))) / 500)
-        assert by[f][0] == pytest.approx(want, rel=1e-12)
-    assert by[0.2][0] != by[0.6][0]
+        for h in (0.0, 0.5):
+            v = privtree(m, epsilon=1.0, tree_fraction=f, internal_share=h,
+                         rng=make_rng(seed=run_seed)).value
+            want = float(np.mean(np.abs(rectangle_answers(q, m) - rectangle_answers(q, v)))
+                         / 500)
+            assert by[f"{f:g}/{h:g}"][0] == pytest.approx(want, rel=1e-12)
+    assert len({by[k][0] for k in by}) == 4

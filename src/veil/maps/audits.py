@@ -212,14 +212,16 @@ def _pt_maps():
 _PT_A, _PT_B = _pt_maps()
 
 
-def _privtree(x, *, split_on_true=False):
-    """PrivTree with the default split of the budget (TREE_FRACTION to the tree)."""
+def _privtree(x, *, split_on_true=False, meas_factor=1.0):
+    """PrivTree with the default split of the budget (TREE_FRACTION to the tree) and the
+    default measurement of the internal nodes (INTERNAL_SHARE)."""
     from .privtree import TREE_FRACTION, privtree_batch
 
     def sample(n, g):
         est, _ = privtree_batch(x, batch=n, eps_tree=EPS * TREE_FRACTION,
                                 eps_leaf=EPS * (1 - TREE_FRACTION), sensitivity=M, theta=0.0,
-                                rng=g, split_on_true=split_on_true)
+                                rng=g, split_on_true=split_on_true,
+                                leaf_eps_override=meas_factor * EPS * (1 - TREE_FRACTION))
         return est
     return sample
 
@@ -243,6 +245,13 @@ def audit_privtree(seed: int = 36, n: int | None = None) -> AuditResult:
 def canary_privtree_split_on_true_counts(seed: int = 36, n: int | None = None) -> AuditResult:
     """Broken: the tree is split on the TRUE biased counts (no noise in the decisions)."""
     return _audit(_privtree(_PT_A, split_on_true=True), _privtree(_PT_B, split_on_true=True),
+                  seed=seed, events=_pt_events(), n=n)
+
+
+def canary_privtree_half_noise(seed: int = 36, n: int | None = None) -> AuditResult:
+    """Broken: the tree's nodes measured with twice the claimed measurement budget (half the
+    noise; the power check of the measurement stage: internal nodes and leaves)."""
+    return _audit(_privtree(_PT_A, meas_factor=2.0), _privtree(_PT_B, meas_factor=2.0),
                   seed=seed, events=_pt_events(), n=n)
 
 
@@ -530,6 +539,7 @@ CANARIES = {
     "quadtree/levels-not-split": canary_quadtree_levels_not_split,
     "hb2d/root-without-noise": canary_hb2d_root_without_noise,
     "privtree/split-on-true-counts": canary_privtree_split_on_true_counts,
+    "privtree/half-noise": canary_privtree_half_noise,
     "hdmm/strategy-not-normalized": canary_hdmm_strategy_not_normalized,
     "dawa2d/no-group-privacy": canary_dawa2d_no_group_privacy,
     "auto/feature-from-true-counts": canary_auto_feature_from_true_counts,

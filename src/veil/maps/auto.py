@@ -363,7 +363,7 @@ def publish_auto(x: np.ndarray, *, epsilon, sensitivity: int = 1, scale=None, rn
     >>> x = np.zeros((64, 64), dtype=int); x[:2, :2] = 2000
     >>> r = publish_auto(x, epsilon=1.0, rng=make_rng(seed=3))
     >>> r.parameters["chosen"], sorted(r.budget_split)[:2]
-    ('privtree', ['feature', 'privtree:leaves'])
+    ('privtree', ['feature', 'privtree:nodes'])
     >>> y = np.zeros((64, 64), dtype=int); y[::8, ::8] = 10**6   # 64 non-empty cells (1.6 %)
     >>> r = publish_auto(y, epsilon=1.0, rng=make_rng(seed=3))
     >>> r.parameters["chosen"], sorted(r.budget_split)[:2]

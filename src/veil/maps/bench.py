@@ -177,33 +177,36 @@ def auto_runs(shapes: dict[str, np.ndarray], *, epsilons=(0.1, 1.0), scales, run
 
 
 def privtree_fraction_calibration(shapes: dict[str, np.ndarray], *,
-                                  fractions=(0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5),
+                                  fractions=(0.2, 0.25, 0.3, 0.35, 0.4),
+                                  shares=(0.3, 0.5, 0.7),
                                   epsilons=(0.1, 1.0), scales=(10**4, 10**5, 10**6, 10**7, 10**8),
                                   runs: int = 20, queries: int = 2000, seed: int = 21,
                                   log=print) -> dict:
-    """PrivTree's error for each ``tree_fraction`` on the maps (how
-    :data:`veil.maps.privtree.TREE_FRACTION` was chosen; an experiment: seeded).
+    """PrivTree's error for each ``tree_fraction`` and ``internal_share`` on the maps (how
+    :data:`veil.maps.privtree.TREE_FRACTION` and ``INTERNAL_SHARE`` were chosen; an
+    experiment: seeded).
 
-    Every fraction runs on the same resampled maps with the same random-generator state (common
+    Every pair runs on the same resampled maps with the same random-generator state (common
     random numbers). Per (eps, scale): the geometric mean over the maps of the mean scaled error
-    with each fraction, divided by the best fraction's; a last row with each column's geometric
-    mean over the settings (``overall``, the criterion) and one with its worst ratio
-    (``worst``) on a single (map, eps, scale).
+    with each pair, divided by the best pair's; a last row with each column's geometric mean
+    over the settings (``overall``, the criterion) and one with its worst ratio (``worst``) on a
+    single (map, eps, scale). Columns are labelled ``fraction/share``.
 
     Examples
     --------
     >>> x = np.zeros((16, 16), dtype=int); x[:4, :4] = 9; x[9, 12] = 4
-    >>> out = privtree_fraction_calibration({"toy": x}, fractions=(0.3, 0.5), epsilons=(1.0,),
-    ...                                     scales=(1000,), runs=2, log=lambda s: None)
+    >>> out = privtree_fraction_calibration({"toy": x}, fractions=(0.3, 0.5), shares=(0.5,),
+    ...                                     epsilons=(1.0,), scales=(1000,), runs=2,
+    ...                                     log=lambda s: None)
     >>> sorted(out["overall"]), min(out["overall"].values())
-    ([0.3, 0.5], 1.0)
+    (['0.3/0.5', '0.5/0.5'], 1.0)
     """
     from ..random import make_rng
     from .evaluation import random_rectangles, rectangle_answers, resample_map
     from .privtree import privtree
 
     g = make_rng(seed=seed)
-    fr = tuple(float(f) for f in fractions)
+    fr = tuple(f"{float(f):g}/{float(h):g}" for f in fractions for h in shares)
     err: dict = {}
     for name, shape in shapes.items():
         shp = np.asarray(shape)
@@ -215,13 +218,14 @@ def privtree_fraction_calibration(shapes: dict[str, np.ndarray], *,
                 for eps in epsilons:
                     run_seed = int(g.integers(0, 2**63))
                     for f in fr:
-                        v = privtree(x, epsilon=eps, tree_fraction=f,
+                        tf, sh = (float(v) for v in f.split("/"))
+                        v = privtree(x, epsilon=eps, tree_fraction=tf, internal_share=sh,
                                      rng=make_rng(seed=run_seed)).value
                         e = float(np.mean(np.abs(ta - rectangle_answers(q, v))) / float(scale))
                         err.setdefault((name, float(eps), int(scale), f), []).append(e)
             log(f"{name} scale={scale:.0e}")
     mean = {k: float(np.mean(v)) for k, v in err.items()}
-    lines = ["| eps x N (N / eps) | " + " | ".join(f"{f:g}" for f in fr) + " | best |",
+    lines = ["| eps x N (N / eps) | " + " | ".join(fr) + " | best |",
              "|---|" + "---|" * (len(fr) + 1)]
     cols: dict = {f: [] for f in fr}
     worst = {f: 1.0 for f in fr}
@@ -238,17 +242,17 @@ def privtree_fraction_calibration(shapes: dict[str, np.ndarray], *,
             for f in fr:
                 worst[f] = max(worst[f], row[f] / lo)
         lines.append(f"| {eps * scale:g} ({scale:.0e} / {eps:g}) | "
-                     + " | ".join(f"{geo[f] / geo[best]:.2f}" for f in fr) + f" | {best:g} |")
+                     + " | ".join(f"{geo[f] / geo[best]:.2f}" for f in fr) + f" | {best} |")
     overall = {f: float(np.exp(np.mean(np.log(v)))) for f, v in cols.items()}
     lines.append("| geometric mean over settings | "
                  + " | ".join(f"{overall[f]:.3f}" for f in fr) + " | |")
     lines.append("| worst (one map and setting) | "
                  + " | ".join(f"{worst[f]:.2f}" for f in fr) + " | |")
     table = "\n".join(lines)
-    log(f"\n## privtree (maps): error / best tree fraction's ({len(shapes)} maps, {runs} runs, "
-        f"{queries} random rectangles)\n" + table)
+    log(f"\n## privtree (maps): error / best (tree fraction / internal share)'s ({len(shapes)} "
+        f"maps, {runs} runs, {queries} random rectangles)\n" + table)
     return {"table": table, "overall": overall, "worst": worst,
-            "errors": [{"map": k[0], "epsilon": k[1], "scale": k[2], "tree_fraction": k[3],
+            "errors": [{"map": k[0], "epsilon": k[1], "scale": k[2], "setting": k[3],
                         "errors": v} for k, v in err.items()]}
 
 
