@@ -162,3 +162,19 @@ def test_internal_share_zero_is_the_leaves_alone_and_the_default_measures_intern
     assert abs(est.sum() - round(est.sum())) < 1e-6
     with pytest.raises(Exception, match="internal_share"):
         privtree(x, epsilon=1.0, internal_share=1.0)
+
+
+def test_what_depends_on_the_tree_is_declared_an_output():
+    """The noisiest leaf's scale depends on the tree's height (a lone root leaf gets the whole
+    measurement budget), so it is declared in ``derived`` with the tree's shape."""
+    empty = np.zeros((16, 16), dtype=np.int64)
+    dense = np.full((16, 16), 50, dtype=np.int64)
+    r0 = next(r for r in (privtree(empty, epsilon=1.0, rng=make_rng(seed=k)) for k in range(50))
+              if r.parameters["leaves"] == 1)
+    r1 = privtree(dense, epsilon=1.0, rng=make_rng(seed=0))
+    assert r0.noise_scale != r1.noise_scale
+    assert r0.noise_scale == pytest.approx(1 / (0.7 * 1.0))
+    assert r1.noise_scale == pytest.approx(1 / (0.7 * 0.5))
+    for field in ("noise_scale", "noise_variance", "expected_error", "parameters.leaves",
+                  "parameters.max_depth", "parameters.measured_nodes"):
+        assert field in r0.derived and field in r1.derived

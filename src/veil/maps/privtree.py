@@ -303,5 +303,8 @@ def privtree(counts, *, epsilon, sensitivity: int = 1, tree_fraction: float = TR
                           "directly",
                           f"internal nodes measured with {share:g} of the measurement budget, "
                           "spread evenly over the internal levels; leaves by least squares"),
+                   # the deepest leaves' noise scale depends on the tree's height (a lone root
+                   # leaf gets the whole measurement budget): outputs, like the tree's shape
                    derived=("parameters.leaves", "parameters.max_depth",
-                            "parameters.measured_nodes"))
+                            "parameters.measured_nodes", "noise_scale", "noise_variance",
+                            "expected_error"))
