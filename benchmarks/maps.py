@@ -7,7 +7,7 @@ Usage (from the project root; real data in ../shared or $VEIL_SHARED)::
     PYTHONPATH=src python benchmarks/maps.py fit --runs 6 --json dp.json            # DPBench maps
     PYTHONPATH=src python benchmarks/maps.py fit --runs 6 --maps points --seed 12 --json pts.json
     PYTHONPATH=src python benchmarks/maps.py fit --from-json dp.json pts.json --maps all \
-        --json-rules rules.json                                        # fit auto's rule
+        --privtree-occupancy --json-rules rules.json                   # fit auto's rule
     PYTHONPATH=src python benchmarks/maps.py autoeval --rules rules.json --seed 0
     PYTHONPATH=src python benchmarks/maps.py scale --points 100000000  # 10^8 points, 1024^2
     PYTHONPATH=src python benchmarks/maps.py calibrate-privtree --runs 20  # PrivTree's fraction

@@ -93,9 +93,10 @@ def test_release_records_the_split():
     assert r.parameters["auto_occupancy"] <= RULE["privtree_occupancy"]
     assert set(r.budget_split) == {"scale", "occupancy", "privtree:tree", "privtree:nodes"}
     assert math.fsum(r.budget_split.values()) == pytest.approx(1.0)
-    # a very sparse map at high signal, above that: DAWA-2D, and every share recorded
-    y = np.zeros((128, 128), dtype=np.int64)
-    y[::8, ::8] = 10**6       # 256 of 16,384 cells (1.6 %)
+    # a sparse map at high signal, above that: DAWA-2D, and every share recorded
+    y = np.zeros((256, 256), dtype=np.int64)
+    y.ravel()[np.arange(2360) * 27] = 10**6   # 3.6 % of the cells (noise: 33 cells, 0.05 %)
+    assert RULE["privtree_occupancy"] + 0.003 < (y > 0).mean() < RULE["dawa_occupancy"] - 0.003
     r = publish(y, epsilon=1.0, method="auto", rng=make_rng(seed=2))
     assert r.parameters["chosen"] == "dawa2d" and r.mechanism == "dawa2d"
     assert r.parameters["auto_occupancy"] <= RULE["dawa_occupancy"]
@@ -157,11 +158,11 @@ def test_feature_separates_concentrated_from_spread_maps():
 
 def test_occupancy_separates_sparse_from_filled_maps():
     """At high signal (eps 1, N = 10^8 on 256 x 256) the noisy occupancy of a map with non-empty
-    cells on 0.3x the threshold's share reads at or below the threshold (DAWA-2D), and of a map
-    with 3x the threshold's share above it (HDMM). Binomial tests at alpha 1e-6 that both
+    cells on 0.3x PrivTree's threshold share reads at or below it (PrivTree), and of a map with
+    3x DAWA-2D's threshold share above every threshold (HDMM). Binomial tests at alpha 1e-6 that both
     rates exceed 0.99; power: the same test rejects a twin whose occupancy noise is calibrated
     to 300 points per person in a record-level release (300x too large)."""
-    t = RULE["dawa_occupancy"]
+    t = RULE["privtree_occupancy"]
     g = np.random.default_rng(5)
 
     def filled(share):
@@ -170,13 +171,13 @@ def test_occupancy_separates_sparse_from_filled_maps():
         x[g.choice(CELLS, size=k, replace=False)] = 10**8 // k
         return x.reshape(256, 256)
 
-    sparse, dense = filled(0.3 * t), filled(3 * t)
+    sparse, dense = filled(0.3 * t), filled(3 * RULE["dawa_occupancy"])
     n = 300
 
     def rate(x, **kw):
         sel = auto_selection(x, epsilon=1.0, sensitivity=1, rng=make_rng(seed=8), batch=n,
                              **kw)
-        return int(np.sum(sel["method"] == ("dawa2d" if x is sparse else "hdmm")))
+        return int(np.sum(sel["method"] == ("privtree" if x is sparse else "hdmm")))
 
     for k in (rate(sparse), rate(dense)):
         assert stats.binomtest(k, n, 0.99, alternative="less").pvalue > ALPHA, k

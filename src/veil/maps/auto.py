@@ -87,9 +87,9 @@ OCCUPANCY_GRID = (-1.0, *(round(0.0025 * k, 4) for k in range(41)))
 
 #: the fitted thresholds (``python benchmarks/maps.py fit --maps all``: the two DPBench 2-D maps
 #: and six maps built from the shared point files; docs/maps.md, docs/benchmarks.md)
-RULE = {"hdmm_above": 5.6234, "privtree_min_signal": 0.0178, "privtree_entropy": 0.42,
-        "hdmm_mid_signal": 0.1778, "hdmm_entropy": 0.60, "dawa_occupancy": 0.035,
-        "privtree_occupancy": 0.005}
+RULE = {"hdmm_above": 31.6228, "privtree_min_signal": 0.0562, "privtree_entropy": 0.50,
+        "hdmm_mid_signal": 0.1778, "hdmm_entropy": 0.62, "dawa_occupancy": 0.04,
+        "privtree_occupancy": 0.0325}
 
 
 def signal(*, rows: int, cols: int, epsilon: float, scale: float, sensitivity: int = 1
@@ -262,9 +262,9 @@ def apply_rule(sig, ent, rule: dict | None = None, *, occupancy=None) -> np.ndar
     --------
     >>> apply_rule(np.array([100.0, 0.2, 0.2, 2.0]), np.array([np.nan, 0.3, 0.55, 0.9])).tolist()
     ['hdmm', 'privtree', 'ag', 'hdmm']
-    >>> apply_rule(np.array([100.0, 100.0]), np.array([np.nan, np.nan]),
-    ...            occupancy=np.array([0.02, 0.05])).tolist()
-    ['dawa2d', 'hdmm']
+    >>> apply_rule(np.array([100.0, 100.0, 100.0]), np.array([np.nan, np.nan, np.nan]),
+    ...            occupancy=np.array([0.02, 0.036, 0.05])).tolist()
+    ['privtree', 'dawa2d', 'hdmm']
     """
     r = RULE if rule is None else rule
     sig = np.asarray(sig, dtype=np.float64)
@@ -300,7 +300,7 @@ def choose_method(*, rows: int, cols: int, epsilon: float, scale: float,
     --------
     >>> choose_method(rows=256, cols=256, epsilon=1.0, scale=10**8, occupancy=0.05)[0]
     'hdmm'
-    >>> choose_method(rows=256, cols=256, epsilon=1.0, scale=10**8, occupancy=0.02)[0]
+    >>> choose_method(rows=256, cols=256, epsilon=1.0, scale=10**8, occupancy=0.036)[0]
     'dawa2d'
     >>> choose_method(rows=256, cols=256, epsilon=1.0, scale=10**8, occupancy=0.004)[0]
     'privtree'
@@ -367,10 +367,7 @@ def publish_auto(x: np.ndarray, *, epsilon, sensitivity: int = 1, scale=None, rn
     >>> y = np.zeros((64, 64), dtype=int); y[::8, ::8] = 10**6   # 64 non-empty cells (1.6 %)
     >>> r = publish_auto(y, epsilon=1.0, rng=make_rng(seed=3))
     >>> r.parameters["chosen"], sorted(r.budget_split)[:2]
-    ('dawa2d', ['dawa2d:dawa_buckets', 'dawa2d:dawa_partition'])
-    >>> y = np.zeros((64, 64), dtype=int); y[::32, ::32] = 10**6   # 4 non-empty cells (0.1 %)
-    >>> publish_auto(y, epsilon=1.0, rng=make_rng(seed=3)).parameters["chosen"]
-    'privtree'
+    ('privtree', ['occupancy', 'privtree:nodes'])
     """
     from .api import publish
 
