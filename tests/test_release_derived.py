@@ -189,7 +189,11 @@ def test_auto_picks_that_flip_between_neighbours_change_only_declared_fields(kin
             rb = publish_hist(counts=y, epsilon=1.0, rng=np.random.default_rng(seed + 1000))
         else:
             x = np.zeros((32, 32), dtype=np.int64)
-            x[2:6, 2:6] = 110                          # 1760 points: ag or privtree
+            # about RULE['privtree_min_signal'] * 65536 points in one block: the noisy count
+            # decides between ag and privtree
+            from veil.maps.auto import RULE, SIGNAL_CELLS
+
+            x[2:6, 2:6] = round(RULE["privtree_min_signal"] * SIGNAL_CELLS / 16)
             y = x.copy()
             y[0, 0] += 1
             ra = publish_map(x, epsilon=1.0, method="auto", rng=np.random.default_rng(seed))
