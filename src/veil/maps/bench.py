@@ -119,6 +119,29 @@ def training_shapes(quadrants: bool = True) -> dict[str, np.ndarray]:
     return out
 
 
+def _protocol_draws(shapes: dict[str, np.ndarray], *, scales, runs: int, queries: int, g,
+                    progress=None):
+    """The protocol's draws, in a fixed order from the generator ``g``: per shape its random
+    rectangles, then per scale and run a resampled map. Yields ``(name, scale, run, x, err)``
+    where ``err(v)`` is the scaled mean absolute error of an estimate ``v`` of ``x`` on the
+    rectangles; ``progress`` is called after each (shape, scale)."""
+    from .evaluation import random_rectangles, rectangle_answers, resample_map
+
+    for name, shape in shapes.items():
+        shp = np.asarray(shape)
+        q = random_rectangles(*shp.shape, size=queries, rng=g)
+        for scale in scales:
+            for t in range(runs):
+                x = resample_map(shp, int(scale), rng=g)
+                ta = rectangle_answers(q, x)
+
+                def err(v, ta=ta, scale=scale):
+                    return float(np.mean(np.abs(ta - rectangle_answers(q, v))) / float(scale))
+                yield name, scale, t, x, err
+            if progress is not None:
+                progress(f"{name} scale={scale:.0e}")
+
+
 def auto_runs(shapes: dict[str, np.ndarray], *, epsilons=(0.1, 1.0), scales, runs: int,
               seed: int = 0, queries: int = 2000,
               reference=("ag", "privtree", "hdmm", "ug", "dawa2d"), progress=None
@@ -138,41 +161,29 @@ def auto_runs(shapes: dict[str, np.ndarray], *, epsilons=(0.1, 1.0), scales, run
     from .api import publish
     from .auto import (AUTO_SCALE_FRACTION, FEATURE_FRACTION, RULE, auto_selection,
                        occupancy_feature)
-    from .evaluation import random_rectangles, rectangle_answers, resample_map
 
     g = make_rng(seed=seed)
     always = {**RULE, "hdmm_above": float("inf")}  # measure the entropy in every run
     out = []
-    for name, shape in shapes.items():
-        shp = np.asarray(shape)
-        q = random_rectangles(*shp.shape, size=queries, rng=g)
-        for scale in scales:
-            for t in range(runs):
-                x = resample_map(shp, int(scale), rng=g)
-                ta = rectangle_answers(q, x)
-
-                def err(v):
-                    return float(np.mean(np.abs(ta - rectangle_answers(q, v))) / float(scale))
-                for eps in epsilons:
-                    sel = auto_selection(x, epsilon=eps, sensitivity=1, rng=g, rule=always)
-                    n_est = float(sel["n"][0])
-                    occ = float(occupancy_feature(x, epsilon=FEATURE_FRACTION * eps,
-                                                  sensitivity=1, rng=g)[0])
-                    rest = eps * (1 - AUTO_SCALE_FRACTION - FEATURE_FRACTION)
-                    seed_r = int(g.integers(0, 2**63))
-                    rec = {"setting": (name, float(eps), int(scale)), "run": t,
-                           "signal": float(sel["signal"][0]),
-                           "entropy": float(sel["entropy"][0]), "occupancy": occ}
-                    for m in ("ag", "privtree", "hdmm", "dawa2d"):
-                        rec[f"{m}_a"] = err(publish(x, epsilon=rest, method=m, scale=n_est,
-                                                    rng=make_rng(seed=seed_r)).value)
-                    rec["hdmm_d"] = rec["hdmm_a"]
-                    for m in reference:
-                        rec[m] = err(publish(x, epsilon=eps, method=m,
-                                             rng=make_rng(seed=seed_r)).value)
-                    out.append(rec)
-            if progress is not None:
-                progress(f"{name} scale={scale:.0e}")
+    for name, scale, t, x, err in _protocol_draws(shapes, scales=scales, runs=runs,
+                                                  queries=queries, g=g, progress=progress):
+        for eps in epsilons:
+            sel = auto_selection(x, epsilon=eps, sensitivity=1, rng=g, rule=always)
+            n_est = float(sel["n"][0])
+            occ = float(occupancy_feature(x, epsilon=FEATURE_FRACTION * eps, sensitivity=1,
+                                          rng=g)[0])
+            rest = eps * (1 - AUTO_SCALE_FRACTION - FEATURE_FRACTION)
+            seed_r = int(g.integers(0, 2**63))
+            rec = {"setting": (name, float(eps), int(scale)), "run": t,
+                   "signal": float(sel["signal"][0]), "entropy": float(sel["entropy"][0]),
+                   "occupancy": occ}
+            for m in ("ag", "privtree", "hdmm", "dawa2d"):
+                rec[f"{m}_a"] = err(publish(x, epsilon=rest, method=m, scale=n_est,
+                                            rng=make_rng(seed=seed_r)).value)
+            rec["hdmm_d"] = rec["hdmm_a"]
+            for m in reference:
+                rec[m] = err(publish(x, epsilon=eps, method=m, rng=make_rng(seed=seed_r)).value)
+            out.append(rec)
     return out
 
 
@@ -202,28 +213,20 @@ def privtree_fraction_calibration(shapes: dict[str, np.ndarray], *,
     (['0.3/0.5', '0.5/0.5'], 1.0)
     """
     from ..random import make_rng
-    from .evaluation import random_rectangles, rectangle_answers, resample_map
     from .privtree import privtree
 
     g = make_rng(seed=seed)
     fr = tuple(f"{float(f):g}/{float(h):g}" for f in fractions for h in shares)
     err: dict = {}
-    for name, shape in shapes.items():
-        shp = np.asarray(shape)
-        q = random_rectangles(*shp.shape, size=queries, rng=g)
-        for scale in scales:
-            for _ in range(runs):
-                x = resample_map(shp, int(scale), rng=g)
-                ta = rectangle_answers(q, x)
-                for eps in epsilons:
-                    run_seed = int(g.integers(0, 2**63))
-                    for f in fr:
-                        tf, sh = (float(v) for v in f.split("/"))
-                        v = privtree(x, epsilon=eps, tree_fraction=tf, internal_share=sh,
-                                     rng=make_rng(seed=run_seed)).value
-                        e = float(np.mean(np.abs(ta - rectangle_answers(q, v))) / float(scale))
-                        err.setdefault((name, float(eps), int(scale), f), []).append(e)
-            log(f"{name} scale={scale:.0e}")
+    for name, scale, _, x, error in _protocol_draws(
+            shapes, scales=scales, runs=runs, queries=queries, g=g, progress=log):
+        for eps in epsilons:
+            run_seed = int(g.integers(0, 2**63))
+            for f in fr:
+                tf, sh = (float(v) for v in f.split("/"))
+                v = privtree(x, epsilon=eps, tree_fraction=tf, internal_share=sh,
+                             rng=make_rng(seed=run_seed)).value
+                err.setdefault((name, float(eps), int(scale), f), []).append(error(v))
     mean = {k: float(np.mean(v)) for k, v in err.items()}
     lines = ["| eps x N (N / eps) | " + " | ".join(fr) + " | best |",
              "|---|" + "---|" * (len(fr) + 1)]
