@@ -30,10 +30,11 @@ WORKLOAD_AWARE = ("dawa", "hdmm", "mwem", "coarse", "privtree")
 #: ``(upper bound on log10(signal), method)`` in order,
 #: ``signal = epsilon * N / n`` (records per bin in units of the noise scale ``1/epsilon``,
 #: ``N`` the public records bound or the DP estimate of the total). Fitted offline on the
-#: 18 DPBench 1-D datasets (``veil bench histograms --fit-auto``; docs/benchmarks.md).
+#: 18 DPBench 1-D datasets (``veil bench histograms --fit-auto ... --fit-target 1.15``, the
+#: count of cells above 1.15x the best; docs/benchmarks.md, "`auto`: the public rule").
 AUTO_RULE = {
     "exact_epsilon": 3.162278,
-    "prefix": ((-1.5103, "coarse"), (0.4897, "privtree"), (math.inf, "hdmm")),
+    "prefix": ((-1.5103, "coarse"), (1.4897, "privtree"), (math.inf, "hdmm")),
     "ranges": ((-1.5103, "coarse"), (1.4897, "privtree"), (math.inf, "hdmm")),
 }
 
@@ -73,7 +74,9 @@ def choose_method(*, n: int, epsilon: float, records_bound: float | None,
     'privtree'
     >>> choose_method(n=1024, epsilon=1.0, records_bound=10**4, workload="all-range")[0]
     'privtree'
-    >>> choose_method(n=1024, epsilon=1.0, records_bound=10**4)[0]   # prefix: from 10^0.49
+    >>> choose_method(n=1024, epsilon=1.0, records_bound=10**4)[0]   # prefix: to 10^1.49
+    'privtree'
+    >>> choose_method(n=1024, epsilon=1.0, records_bound=10**5)[0]
     'hdmm'
     >>> choose_method(n=4096, epsilon=1.0, records_bound=10**7)[0]
     'hdmm'

@@ -683,14 +683,31 @@ def canary_privtree_tree_noise_too_small(seed: int = 31) -> AuditResult:
 _PT_VA, _PT_VB = np.array([3, 0, 5, 2]), np.array([3, 1, 5, 2])
 
 
-def _privtree_batch(x, *, scale_factor=1.0):
+def _hdmm_leaves_batch(x, edges, w, eps, size, g, scale_factor=1.0):
+    """``size`` releases of the leaf totals of ``x`` over ``edges`` measured with HDMM's
+    strategy over the leaves (:func:`veil.histograms.privtree.leaf_strategy`), Laplace
+    ``scale_factor / eps`` per answer, least squares and spread (privtree's default
+    measurement in batch form)."""
+    from ._common import bucket_sums
+    from .privtree import leaf_strategy
+
+    strat = leaf_strategy(w, edges.size - 1)
+    y = strat.measure(bucket_sums(x, edges).astype(float), eps, g, scale_factor=scale_factor,
+                      size=size)
+    lengths = np.diff(edges)
+    return np.repeat(strat.estimate(y) / lengths, lengths, axis=1)
+
+
+def _privtree_batch(x, *, scale_factor=1.0, measure="hdmm"):
     """privtree's two steps on many samples at once: the batch tree grower, then each leaf
-    set's GreedyH measurement in batch (:func:`_greedy_h_batch`); ``scale_factor`` < 1
-    under-noises the leaf totals (canary only)."""
+    set's measurement in batch (:func:`_hdmm_leaves_batch`, or :func:`_greedy_h_batch` for
+    ``measure='greedy-h'``); ``scale_factor`` < 1 under-noises the leaf totals (canary
+    only)."""
     from .privtree import privtree_leaves
     from .workload import RangeWorkload
 
     w = RangeWorkload.from_spec("prefix", x.size)
+    batch = _hdmm_leaves_batch if measure == "hdmm" else _greedy_h_batch
 
     def sample(n, g):
         starts, _ = privtree_leaves(x, eps_tree=EPS * _PT_FRACTION, rng=g, batch=n)
@@ -699,8 +716,8 @@ def _privtree_batch(x, *, scale_factor=1.0):
         for c in np.unique(codes):
             rows = np.flatnonzero(codes == c)
             edges = np.r_[np.flatnonzero(starts[rows[0]]), x.size]
-            out[rows] = _greedy_h_batch(x, edges, w, EPS * (1 - _PT_FRACTION), rows.size, g,
-                                        scale_factor)
+            out[rows] = batch(x, edges, w, EPS * (1 - _PT_FRACTION), rows.size, g,
+                              scale_factor)
         return out
     return sample
 
@@ -713,6 +730,16 @@ def audit_privtree(seed: int = 32) -> AuditResult:
                           _e2e_events(), claimed_epsilon=EPS, n=_SG_N, seed=seed)
 
 
+def audit_privtree_greedy_h(seed: int = 34) -> AuditResult:
+    """privtree end to end through ``privtree(measure='greedy-h')`` (the leaves measured on
+    GreedyH's hierarchy, as before HDMM measured them)."""
+    from .privtree import privtree
+
+    return dp_ratio_audit(_per_call(privtree, _PT_VA, measure="greedy-h"),
+                          _per_call(privtree, _PT_VB, measure="greedy-h"), _e2e_events(),
+                          claimed_epsilon=EPS, n=_SG_N, seed=seed)
+
+
 def audit_privtree_batch(seed: int = 33) -> AuditResult:
     """The canary's batch sampler with nothing broken: it passes, so the canary fails
     because of what it breaks, not because of the sampler."""
@@ -721,10 +748,17 @@ def audit_privtree_batch(seed: int = 33) -> AuditResult:
 
 
 def canary_privtree_half_noise(seed: int = 33) -> AuditResult:
-    """Broken: the leaf totals measured with half the noise."""
+    """Broken: the leaf totals measured with half the noise (HDMM's strategy answers)."""
     return dp_ratio_audit(_privtree_batch(_PT_VA, scale_factor=0.5),
                           _privtree_batch(_PT_VB, scale_factor=0.5), _e2e_events(),
                           claimed_epsilon=EPS, n=N, seed=seed)
+
+
+def canary_privtree_greedy_h_half_noise(seed: int = 35) -> AuditResult:
+    """Broken: the leaf totals measured on GreedyH's hierarchy with half the noise."""
+    return dp_ratio_audit(_privtree_batch(_PT_VA, scale_factor=0.5, measure="greedy-h"),
+                          _privtree_batch(_PT_VB, scale_factor=0.5, measure="greedy-h"),
+                          _e2e_events(), claimed_epsilon=EPS, n=N, seed=seed)
 
 
 AUDITS = {
@@ -750,6 +784,7 @@ AUDITS = {
     "coarse/batch-sampler": audit_coarse_batch,
     "privtree/tree": audit_privtree_tree,
     "privtree": audit_privtree,
+    "privtree/greedy-h": audit_privtree_greedy_h,
     "privtree/batch-sampler": audit_privtree_batch,
 }
 CANARIES = {
@@ -773,10 +808,12 @@ CANARIES = {
     "privtree/split-on-true-counts": canary_privtree_split_on_true_counts,
     "privtree/tree-noise-too-small": canary_privtree_tree_noise_too_small,
     "privtree/half-noise": canary_privtree_half_noise,
+    "privtree/greedy-h-half-noise": canary_privtree_greedy_h_half_noise,
 }
 #: audits that call the mechanism once per sample (tens of seconds): pytest.mark.slow
 SLOW = {"sort-and-group", "ahp", "sort-and-group/second-step-unpaid",
         "sort-and-group/true-sort", "noisefirst", "dawa", "dawa/records-bound",
         "optimized-structurefirst",
         "dawa/partition", "dawa/partition-noise-too-small", "mwem", "structurefirst",
-        "optimized-structurefirst/averaging", "coarse", "coarse/records-bound", "privtree"}
+        "optimized-structurefirst/averaging", "coarse", "coarse/records-bound", "privtree",
+        "privtree/greedy-h"}

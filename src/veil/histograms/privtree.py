@@ -14,18 +14,35 @@ fixed). ``veil.maps.privtree`` is the two-dimensional (quadtree) version.
 The leaves partition the bins into intervals, as DAWA's partition does, but the partition
 costs a fixed ``tree_fraction`` of epsilon whatever its size and follows the *mass* of the
 data: empty or sparse stretches stay one leaf, dense ones are split down to where the bias
-stops them. The leaf totals are then measured as DAWA's and coarse's buckets are: GreedyH's
-hierarchy over the leaves for the public workload, Laplace noise of scale ``1 / (w eps)`` on
-a node of weight ``w``, least squares (:func:`veil.histograms.dawa.tree_gls`), and a uniform
-spread inside each leaf.
+stops them. The ``m`` leaf totals are then measured with HDMM's workload-optimized
+strategy over ``m`` bins (``measure='hdmm'``, the default): the shipped p-Identity strategy
+of the built-in workload -- prefix for the prefix workload, all ranges for any other range
+workload -- at size ``m`` (restricted from the next shipped size, no optimizer;
+:func:`veil.histograms.hdmm.optimize_strategy`), Laplace noise of scale ``1 / eps_leaf`` on
+each strategy answer, least squares, and a uniform spread inside each leaf. A range of the
+bins is, up to its two partial end leaves, a range of the leaves, so the leaf-level
+workload is the same kind of workload. With ``measure='greedy-h'`` (the sixth session's
+measurement, kept for comparison, and used above :data:`MAX_HDMM_LEAVES` leaves, where no
+strategy is shipped and optimizing one takes about a minute) the leaves are measured as
+DAWA's and coarse's buckets are: GreedyH's hierarchy over the leaves for the public
+workload, Laplace noise of scale ``1 / (w eps)`` on a node of weight ``w``, least squares
+(:func:`veil.histograms.dawa.tree_gls`), and the same spread.
+
+HDMM's strategy has about 0.69x the error of a hierarchy for prefixes and 0.66x for all
+ranges at 1024 bins (docs/benchmarks.md, "HDMM: exact expected error"); where the tree
+splits most of the domain (high signal) the leaf measurement is most of the error
+(measured: docs/benchmarks.md, "PrivTree in one dimension").
 
 **Why it is eps-DP.** The leaves are ``eps_tree``-DP (above). Given the leaves, one record
-changes exactly one leaf total by 1, so it moves the nodes of one root-to-leaf path of the
-GreedyH hierarchy, whose weights depend on the leaves and the public workload only and sum
-to at most 1 along every path: measuring with scale ``1 / (w eps_leaf)`` costs at most
-``eps_leaf``. ``eps_tree + eps_leaf = eps`` by sequential composition; least squares and the
-spread are post-processing. Only the leaves (a set of booleans) are released from the tree
-step, not its noisy counts.
+changes exactly one leaf total by 1. HDMM's strategy depends on ``m`` (a function of the
+leaves) and the public workload kind only, and every one of its columns has L1 norm 1, so the
+strategy answers have L1 sensitivity 1 and Laplace noise of scale ``1 / eps_leaf`` on each is
+``eps_leaf``-DP. (GreedyH: the record moves the nodes of one root-to-leaf path of the
+hierarchy, whose weights depend on the leaves and the public workload only and sum to at most
+1 along every path: measuring with scale ``1 / (w eps_leaf)`` costs at most ``eps_leaf``.)
+``eps_tree + eps_leaf = eps`` by sequential composition; least squares and the spread are
+post-processing. Only the leaves (a set of booleans) are released from the tree step, not its
+noisy counts.
 
 **Defaults.** ``tree_fraction = 0.15`` and ``theta = 0`` (the paper's threshold). The
 fraction was measured on the 18 DPBench 1-D histograms at n = 1024, 10 trials, fractions
@@ -48,10 +65,37 @@ from ._common import NEIGHBOURS, as_budget, as_counts, as_rng, bucket_sums, spre
 from .dawa import _measure_tree, greedy_h, tree_gls
 from .workload import RangeWorkload
 
-__all__ = ["privtree", "privtree_leaves", "privtree_parameters", "FANOUT"]
+__all__ = ["privtree", "privtree_leaves", "privtree_parameters", "leaf_strategy", "FANOUT",
+           "MEASURES", "MAX_HDMM_LEAVES"]
 
 #: binary splits (an interval into its two halves)
 FANOUT = 2
+#: how the leaf totals are measured: HDMM's strategy over the leaves, or GreedyH's hierarchy
+MEASURES = ("hdmm", "greedy-h")
+#: the most leaves measured with HDMM (the largest shipped strategy size); above it a strategy
+#: would be optimized at run time (8192 bins: about a minute), so GreedyH measures them
+MAX_HDMM_LEAVES = 4096
+
+
+def leaf_strategy(workload: RangeWorkload, m: int):
+    """HDMM's strategy for ``m`` leaves under the public workload's kind, or None above
+    :data:`MAX_HDMM_LEAVES`: the prefix strategy for the prefix workload, the all-range one
+    for every other range workload (a range of bins is a range of leaves up to its partial
+    end leaves). A function of ``m`` and the workload kind only; shipped or restricted from
+    the next shipped size, so no optimizer runs from 8 leaves up (below 8, a few milliseconds
+    from a public start).
+
+    Examples
+    --------
+    >>> s = leaf_strategy(RangeWorkload.from_spec("prefix", 1024), 100)
+    >>> s.n, s.source
+    (100, 'shipped n=128, restricted to the first 100 bins')
+    """
+    from .hdmm import optimize_strategy
+
+    if int(m) > MAX_HDMM_LEAVES:
+        return None
+    return optimize_strategy("prefix" if workload.kind == "prefix" else "all-range", int(m))
 
 
 def privtree_parameters(eps_tree: float) -> tuple[float, float]:
@@ -114,13 +158,15 @@ def privtree_leaves(counts, *, eps_tree: float, theta: float = 0.0, rng=None, ba
 
 
 def privtree(counts, *, epsilon, tree_fraction: float = 0.15, theta: float = 0.0,
-             workload="prefix", rng=None) -> Release:
-    """PrivTree's leaves (``tree_fraction`` of eps), their totals measured with GreedyH.
+             workload="prefix", measure: str = "hdmm", rng=None) -> Release:
+    """PrivTree's leaves (``tree_fraction`` of eps), their totals measured with HDMM.
 
     Why it is eps-DP: the leaves are ``eps_tree``-DP by PrivTree's theorem with fan-out 2
     (``lambda = 3 / eps_tree``, ``delta = lambda ln 2``); the leaf totals have sensitivity
-    1 given the leaves and are measured on DAWA's GreedyH hierarchy, whose weights sum to
-    at most 1 along every path (module docstring); sequential composition adds the two.
+    1 given the leaves and are measured with HDMM's strategy over the leaves (unit L1
+    columns, Laplace ``1 / eps_leaf`` per answer) or on DAWA's GreedyH hierarchy, whose
+    weights sum to at most 1 along every path (module docstring); sequential composition
+    adds the two.
 
     Parameters
     ----------
@@ -131,7 +177,12 @@ def privtree(counts, *, epsilon, tree_fraction: float = 0.15, theta: float = 0.0
     theta : float
         The public split threshold (in records); 0 is the paper's choice.
     workload : 'prefix', 'all-range' or array (q, 2) of ranges ``[lo, hi)``
-        The public queries GreedyH's weights are chosen for.
+        The public queries the leaf measurement is chosen for (HDMM: the prefix strategy
+        for 'prefix', the all-range strategy otherwise; GreedyH: its weights).
+    measure : {'hdmm', 'greedy-h'}
+        How the leaf totals are measured (module docstring). With more than
+        :data:`MAX_HDMM_LEAVES` leaves 'hdmm' measures with GreedyH; the release's
+        ``leaf_measure`` parameter says which ran.
     rng : numpy.random.Generator, optional
 
     Examples
@@ -151,23 +202,35 @@ def privtree(counts, *, epsilon, tree_fraction: float = 0.15, theta: float = 0.0
         raise ParameterError(f"theta must be finite, got {theta!r}")
     w = RangeWorkload.from_spec(workload, n)
     g = as_rng(rng)
+    if measure not in MEASURES:
+        raise ParameterError(f"measure must be one of {', '.join(MEASURES)}; got {measure!r}")
     e_tree, e_leaf = (p.epsilon for p in b.split([frac, 1.0 - frac]))
     starts, depth = privtree_leaves(x, eps_tree=e_tree, theta=theta, rng=g)
     edges = np.concatenate((np.flatnonzero(starts[0]), [n])).astype(np.int64)
-    strat = greedy_h(edges, w)
-    y, var = _measure_tree(bucket_sums(x, edges), strat, e_leaf, g)
-    est = tree_gls(strat, y, var)
+    m = int(edges.size - 1)
+    hs = leaf_strategy(w, m) if measure == "hdmm" else None
+    if hs is not None:
+        est = hs.estimate(hs.measure(bucket_sums(x, edges).astype(np.float64), e_leaf, g))
+        used, measured = "hdmm", m + hs.p
+        how = ("HDMM's p-Identity strategy over the leaves for the public workload's kind (a "
+               "function of the number of leaves only), least squares",
+               "float64 Laplace noise of scale 1/epsilon on each strategy answer")
+    else:
+        strat = greedy_h(edges, w)
+        y, var = _measure_tree(bucket_sums(x, edges), strat, e_leaf, g)
+        est = tree_gls(strat, y, var)
+        used, measured = "greedy-h", int((strat.weight > 0).sum())
+        how = ("GreedyH weights from the leaves and the public workload only",
+               "float64 Laplace noise; a node of weight w has scale 1/(w epsilon)")
     lam, delta = privtree_parameters(e_tree)
     return Release(spread(edges, est), "privtree", b,
                    {"n": n, "tree_fraction": frac, "theta": theta, "fanout": FANOUT,
-                    "lambda": lam, "delta": delta, "buckets": int(edges.size - 1),
-                    "edges": edges.tolist(), "max_depth": int(depth),
-                    "workload": w.describe(), "measured_nodes": int((strat.weight > 0).sum())},
+                    "lambda": lam, "delta": delta, "buckets": m, "edges": edges.tolist(),
+                    "max_depth": int(depth), "workload": w.describe(), "measure": measure,
+                    "leaf_measure": used, "measured_nodes": measured},
                    {"tree": e_tree, "buckets": e_leaf}, noise_scale=1.0 / e_leaf,
                    notes=(NEIGHBOURS, "leaves: PrivTree with fan-out 2 (split decisions with "
                           "Laplace lambda = 3/eps_tree on counts biased by depth * delta; only "
-                          "the leaves are released); GreedyH weights from the leaves and the "
-                          "public workload only",
-                          "float64 Laplace noise; a node of weight w has scale 1/(w epsilon)"),
+                          "the leaves are released); leaf totals: " + how[0], how[1]),
                    derived=("parameters.buckets", "parameters.edges", "parameters.max_depth",
-                            "parameters.measured_nodes"))
+                            "parameters.measured_nodes", "parameters.leaf_measure"))
