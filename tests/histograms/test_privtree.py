@@ -19,7 +19,8 @@ from scipy import stats
 
 from veil.errors import ParameterError
 from veil.histograms import privtree, publish
-from veil.histograms.privtree import leaf_strategy, privtree_leaves, privtree_parameters
+from veil.histograms.privtree import (leaf_measurement, leaf_strategy, leaf_workload_gram,
+                                     privtree_leaves, privtree_parameters)
 from veil.histograms.workload import RangeWorkload
 from veil.random import make_rng
 
@@ -180,7 +181,7 @@ def test_hdmm_measurement_is_dense_least_squares_of_the_same_strategy_answers(wo
     (``np.linalg.lstsq`` on the strategy matrix) spread uniformly inside each leaf."""
     kind = "prefix" if workload == "prefix" else "all-range"
     for trial, n, x in small_cases(workload):
-        r = privtree(x, epsilon=0.7, workload=workload, rng=make_rng(seed=trial))
+        r = privtree(x, epsilon=0.7, workload=workload, measure="hdmm", rng=make_rng(seed=trial))
         rng = make_rng(seed=trial)
         s, _ = privtree_leaves(x, eps_tree=0.7 * 0.15, rng=rng)
         edges = np.r_[np.flatnonzero(s[0]), n]
@@ -257,7 +258,9 @@ def test_greedy_h_measures_above_the_largest_shipped_strategy(monkeypatch):
     x = np.r_[np.full(8, 200), np.full(8, 300)]
     r = privtree(x, epsilon=5.0, rng=make_rng(seed=0))
     assert r.parameters["buckets"] > 2
-    assert r.parameters["measure"] == "hdmm" and r.parameters["leaf_measure"] == "greedy-h"
+    assert r.parameters["measure"] == "least-error"
+    assert r.parameters["leaf_measure"] == "greedy-h"
+    assert r.parameters["leaf_expected_errors"] is None
     assert leaf_strategy(RangeWorkload.from_spec("prefix", 16), 3) is None
 
 
@@ -298,7 +301,8 @@ def test_parameters_are_checked_and_the_outputs_declared():
     r = privtree(x, epsilon=1.0, rng=make_rng(seed=0))
     assert r.mechanism == "privtree" and r.parameters["lambda"] == pytest.approx(3 / 0.15)
     assert {"parameters.buckets", "parameters.edges", "parameters.max_depth",
-            "parameters.measured_nodes", "parameters.leaf_measure"} == set(r.derived)
+            "parameters.measured_nodes", "parameters.leaf_measure",
+            "parameters.leaf_expected_errors"} == set(r.derived)
     for bad in ({"tree_fraction": 0.0}, {"tree_fraction": 1.0}, {"theta": math.inf},
                 {"measure": "hb"}):
         with pytest.raises(ParameterError, match=next(iter(bad))):
@@ -358,3 +362,113 @@ def test_the_tree_audit_watches_every_leaf_set_of_its_four_bins():
 
     sets = _exact_leaf_sets(_PT_A, 1.0)
     assert sorted(sum(1 << i for i in s) for s in sets) == sorted(_PT_TREE_CODES)
+
+
+def _spread_matrix(edges):
+    n, m = int(edges[-1]), len(edges) - 1
+    T = np.zeros((n, m))
+    for leaf in range(m):
+        T[edges[leaf]:edges[leaf + 1], leaf] = 1.0 / (edges[leaf + 1] - edges[leaf])
+    return T
+
+
+@pytest.mark.parametrize("workload", ["prefix", "all-range", "ranges"])
+def test_leaf_workload_gram_equals_the_dense_projection(workload):
+    g = np.random.default_rng(7)
+    for n in (1, 2, 5, 17, 40):
+        spec = workload
+        if workload == "ranges":
+            lo = g.integers(0, n, 30)
+            spec = np.stack([lo, lo + 1 + g.integers(0, n - lo)], axis=1)
+        w = RangeWorkload.from_spec(spec, n)
+        for _ in range(5):
+            cuts = np.sort(g.choice(np.arange(1, n), size=g.integers(0, n), replace=False)) \
+                if n > 1 else np.array([], int)
+            edges = np.r_[0, cuts, n].astype(int)
+            T = _spread_matrix(edges)
+            np.testing.assert_allclose(leaf_workload_gram(w, edges), T.T @ w.dense_gram() @ T,
+                                       rtol=1e-12, atol=1e-9)
+
+
+def _greedy_h_dense(strat, m):
+    on = strat.weight > 0
+    A = np.zeros((int(on.sum()), m))
+    for r, (lo, hi) in enumerate(zip(strat.lo[on], strat.hi[on])):
+        A[r, lo:hi] = 1.0
+    return A, 2.0 / strat.weight[on] ** 2
+
+
+@pytest.mark.parametrize("workload", ["prefix", "all-range", "ranges"])
+def test_least_error_compares_the_exact_expected_errors_and_takes_the_smaller(workload):
+    """Both expected errors against a brute-force generalised least-squares error of the
+    dense strategy matrices (``linear_strategy_error`` over the bins, the leaves spread
+    uniformly: a strategy over the leaves is ``A T^+``); the pick is the smaller one."""
+    from veil.histograms.dawa import greedy_h
+    from veil.histograms.hdmm import linear_strategy_error
+
+    n = 64
+    spec = workload
+    if workload == "ranges":
+        spec = np.array([[0, 5], [3, 40], [10, 64], [20, 21], [0, 64], [33, 50]])
+    w = RangeWorkload.from_spec(spec, n)
+    picks = set()
+    for edges in ([0, 1, 2, 3, 4, 64], [0, 2, 4, 6, 8, 10, 12, 14, 16, 64],
+                  [0, 32, 48, 56, 60, 62, 63, 64], list(range(0, 65, 4))):
+        edges = np.array(edges)
+        m = edges.size - 1
+        name, strat, err = leaf_measurement(w, edges)
+        G = _spread_matrix(edges).T @ w.dense_gram() @ _spread_matrix(edges)
+        hs = leaf_strategy(w, m)
+        A = hs.dense()
+        ref_h = 2.0 * np.trace(np.linalg.inv(A.T @ A) @ G)
+        Ag, var = _greedy_h_dense(greedy_h(edges, w), m)
+        ref_g = np.trace(np.linalg.inv(Ag.T @ (Ag / var[:, None])) @ G)
+        assert err["hdmm"] == pytest.approx(ref_h, rel=1e-9)
+        assert err["greedy-h"] == pytest.approx(ref_g, rel=1e-9)
+        # the same figure from the bin-level formula (a consistency check of the projection)
+        if np.all(np.diff(edges) == 1):
+            assert err["hdmm"] == pytest.approx(
+                linear_strategy_error(A, spec, noise_variances=2.0), rel=1e-9)
+        assert name == ("hdmm" if err["hdmm"] <= err["greedy-h"] else "greedy-h")
+        assert type(strat).__name__ == ("HDMMStrategy" if name == "hdmm" else "GreedyHStrategy")
+        picks.add(name)
+    if workload == "prefix":
+        assert picks == {"hdmm", "greedy-h"}     # both are taken on these leaf sets
+
+
+@pytest.mark.parametrize("edges,expected", [
+    ([0, 2, 4, 6, 8, 10, 12, 14, 16, 64], "greedy-h"),
+    (list(range(0, 65, 2)), "hdmm"),
+])
+def test_reported_expected_error_is_the_measured_workload_error_with_power(edges, expected):
+    """With the leaves fixed and the counts uniform inside each leaf (no spread bias), the
+    mean squared prefix error over releases estimates the reported
+    ``leaf_expected_errors[leaf_measure]`` (z-test at alpha 1e-4 on the mean of the per-release
+    total squared errors); the release measured with twice its budget is rejected."""
+    edges = np.array(edges)
+    widths = np.diff(edges)
+    x = np.repeat(np.arange(1, widths.size + 1) * 5, widths)
+    P = np.cumsum(x)
+    eps, runs = 1.0, 4000
+
+    def totals(eps_run, seed):
+        vals = _fixed_leaf_releases(x, edges, eps_run, runs, seed, measure="least-error")
+        return ((np.cumsum(vals, axis=1) - P) ** 2).sum(axis=1)
+
+    starts = np.zeros((1, x.size), dtype=bool)
+    starts[0, edges[:-1]] = True
+    real = privtree_module.privtree_leaves
+    privtree_module.privtree_leaves = lambda *a, **k: (starts.copy(), 3)
+    try:
+        r = privtree(x, epsilon=eps, rng=make_rng(seed=0))
+    finally:
+        privtree_module.privtree_leaves = real
+    assert r.parameters["leaf_measure"] == expected
+    want = r.parameters["leaf_expected_errors"][expected]
+
+    def pvalue(t):
+        z = (t.mean() - want) / (t.std(ddof=1) / math.sqrt(t.size))
+        return 2 * stats.norm.sf(abs(z))
+
+    assert pvalue(totals(eps, 1)) > ALPHA
+    assert pvalue(totals(2 * eps, 2)) < ALPHA        # power: half the noise

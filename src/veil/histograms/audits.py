@@ -698,16 +698,16 @@ def _hdmm_leaves_batch(x, edges, w, eps, size, g, scale_factor=1.0):
     return np.repeat(strat.estimate(y) / lengths, lengths, axis=1)
 
 
-def _privtree_batch(x, *, scale_factor=1.0, measure="hdmm"):
+def _privtree_batch(x, *, scale_factor=1.0, measure="least-error"):
     """privtree's two steps on many samples at once: the batch tree grower, then each leaf
-    set's measurement in batch (:func:`_hdmm_leaves_batch`, or :func:`_greedy_h_batch` for
-    ``measure='greedy-h'``); ``scale_factor`` < 1 under-noises the leaf totals (canary
+    set's measurement in batch, chosen as ``privtree()`` chooses it
+    (:func:`veil.histograms.privtree.leaf_measurement`: :func:`_hdmm_leaves_batch` or
+    :func:`_greedy_h_batch`); ``scale_factor`` < 1 under-noises the leaf totals (canary
     only)."""
-    from .privtree import privtree_leaves
+    from .privtree import leaf_measurement, privtree_leaves
     from .workload import RangeWorkload
 
     w = RangeWorkload.from_spec("prefix", x.size)
-    batch = _hdmm_leaves_batch if measure == "hdmm" else _greedy_h_batch
 
     def sample(n, g):
         starts, _ = privtree_leaves(x, eps_tree=EPS * _PT_FRACTION, rng=g, batch=n)
@@ -716,6 +716,8 @@ def _privtree_batch(x, *, scale_factor=1.0, measure="hdmm"):
         for c in np.unique(codes):
             rows = np.flatnonzero(codes == c)
             edges = np.r_[np.flatnonzero(starts[rows[0]]), x.size]
+            name = leaf_measurement(w, edges, measure)[0]
+            batch = _hdmm_leaves_batch if name == "hdmm" else _greedy_h_batch
             out[rows] = batch(x, edges, w, EPS * (1 - _PT_FRACTION), rows.size, g,
                               scale_factor)
         return out
@@ -740,6 +742,22 @@ def audit_privtree_greedy_h(seed: int = 34) -> AuditResult:
                           claimed_epsilon=EPS, n=_SG_N, seed=seed)
 
 
+def audit_privtree_hdmm(seed: int = 36) -> AuditResult:
+    """privtree end to end through ``privtree(measure='hdmm')`` (HDMM's strategy always)."""
+    from .privtree import privtree
+
+    return dp_ratio_audit(_per_call(privtree, _PT_VA, measure="hdmm"),
+                          _per_call(privtree, _PT_VB, measure="hdmm"), _e2e_events(),
+                          claimed_epsilon=EPS, n=_SG_N, seed=seed)
+
+
+def canary_privtree_hdmm_half_noise(seed: int = 37) -> AuditResult:
+    """Broken: the leaf totals measured with HDMM's strategy and half the noise."""
+    return dp_ratio_audit(_privtree_batch(_PT_VA, scale_factor=0.5, measure="hdmm"),
+                          _privtree_batch(_PT_VB, scale_factor=0.5, measure="hdmm"),
+                          _e2e_events(), claimed_epsilon=EPS, n=N, seed=seed)
+
+
 def audit_privtree_batch(seed: int = 33) -> AuditResult:
     """The canary's batch sampler with nothing broken: it passes, so the canary fails
     because of what it breaks, not because of the sampler."""
@@ -748,7 +766,7 @@ def audit_privtree_batch(seed: int = 33) -> AuditResult:
 
 
 def canary_privtree_half_noise(seed: int = 33) -> AuditResult:
-    """Broken: the leaf totals measured with half the noise (HDMM's strategy answers)."""
+    """Broken: the leaf totals measured with half the noise (the default measurement)."""
     return dp_ratio_audit(_privtree_batch(_PT_VA, scale_factor=0.5),
                           _privtree_batch(_PT_VB, scale_factor=0.5), _e2e_events(),
                           claimed_epsilon=EPS, n=N, seed=seed)
@@ -785,6 +803,7 @@ AUDITS = {
     "privtree/tree": audit_privtree_tree,
     "privtree": audit_privtree,
     "privtree/greedy-h": audit_privtree_greedy_h,
+    "privtree/hdmm": audit_privtree_hdmm,
     "privtree/batch-sampler": audit_privtree_batch,
 }
 CANARIES = {
@@ -809,6 +828,7 @@ CANARIES = {
     "privtree/tree-noise-too-small": canary_privtree_tree_noise_too_small,
     "privtree/half-noise": canary_privtree_half_noise,
     "privtree/greedy-h-half-noise": canary_privtree_greedy_h_half_noise,
+    "privtree/hdmm-half-noise": canary_privtree_hdmm_half_noise,
 }
 #: audits that call the mechanism once per sample (tens of seconds): pytest.mark.slow
 SLOW = {"sort-and-group", "ahp", "sort-and-group/second-step-unpaid",
@@ -816,4 +836,4 @@ SLOW = {"sort-and-group", "ahp", "sort-and-group/second-step-unpaid",
         "optimized-structurefirst",
         "dawa/partition", "dawa/partition-noise-too-small", "mwem", "structurefirst",
         "optimized-structurefirst/averaging", "coarse", "coarse/records-bound", "privtree",
-        "privtree/greedy-h"}
+        "privtree/greedy-h", "privtree/hdmm"}

@@ -14,29 +14,36 @@ fixed). ``veil.maps.privtree`` is the two-dimensional (quadtree) version.
 The leaves partition the bins into intervals, as DAWA's partition does, but the partition
 costs a fixed ``tree_fraction`` of epsilon whatever its size and follows the *mass* of the
 data: empty or sparse stretches stay one leaf, dense ones are split down to where the bias
-stops them. The ``m`` leaf totals are then measured with HDMM's workload-optimized
-strategy over ``m`` bins (``measure='hdmm'``, the default): the shipped p-Identity strategy
-of the built-in workload -- prefix for the prefix workload, all ranges for any other range
-workload -- at size ``m`` (restricted from the next shipped size, no optimizer;
-:func:`veil.histograms.hdmm.optimize_strategy`), Laplace noise of scale ``1 / eps_leaf`` on
-each strategy answer, least squares, and a uniform spread inside each leaf. A range of the
-bins is, up to its two partial end leaves, a range of the leaves, so the leaf-level
-workload is the same kind of workload. With ``measure='greedy-h'`` (the sixth session's
-measurement, kept for comparison, and used above :data:`MAX_HDMM_LEAVES` leaves, where no
-strategy is shipped and optimizing one takes about a minute) the leaves are measured as
-DAWA's and coarse's buckets are: GreedyH's hierarchy over the leaves for the public
-workload, Laplace noise of scale ``1 / (w eps)`` on a node of weight ``w``, least squares
-(:func:`veil.histograms.dawa.tree_gls`), and the same spread.
+stops them. The ``m`` leaf totals are then measured with one of two strategies over the
+leaves, then least squares and a uniform spread inside each leaf:
 
-HDMM's strategy has about 0.69x the error of a hierarchy for prefixes and 0.66x for all
-ranges at 1024 bins (docs/benchmarks.md, "HDMM: exact expected error"); where the tree
-splits most of the domain (high signal) the leaf measurement is most of the error
-(measured: docs/benchmarks.md, "PrivTree in one dimension").
+* HDMM's workload-optimized strategy over ``m`` bins: the shipped p-Identity strategy of the
+  built-in workload -- prefix for the prefix workload, all ranges for any other range
+  workload -- at size ``m`` (restricted from the next shipped size, no optimizer;
+  :func:`veil.histograms.hdmm.optimize_strategy`), Laplace noise of scale ``1 / eps_leaf`` on
+  each strategy answer;
+* GreedyH's hierarchy over the leaves for the public workload, as DAWA and coarse measure
+  their buckets: Laplace noise of scale ``1 / (w eps_leaf)`` on a node of weight ``w``,
+  least squares by :func:`veil.histograms.dawa.tree_gls`.
+
+``measure='least-error'`` (the default) computes both strategies' exact expected total
+squared workload error given the leaves (``2 tr[(A^T S^-1 A)^-1 T^T G T] / eps_leaf^2``, ``T``
+the uniform spread, ``G`` the workload's Gram matrix; :func:`leaf_measurement`) and uses the
+smaller; ``'hdmm'`` and ``'greedy-h'`` force one. HDMM's strategy has about 0.69x the error
+of a hierarchy for prefixes and 0.66x for all ranges at 1024 bins (docs/benchmarks.md, "HDMM:
+exact expected error") and wins where the tree has many leaves (high signal); GreedyH's
+weights follow the workload as it falls on the leaves and win where a few wide leaves carry
+most of the queries. On the DPBench protocol the least-error release has 0.74-0.76x the
+GreedyH-only release's prefix error from ``eps N = 10^5`` (docs/benchmarks.md, "PrivTree in
+one dimension"). Above :data:`MAX_COMPARED_LEAVES` leaves HDMM measures without the
+comparison, and above :data:`MAX_HDMM_LEAVES` (no shipped strategy; optimizing one takes
+about a minute) GreedyH does.
 
 **Why it is eps-DP.** The leaves are ``eps_tree``-DP (above). Given the leaves, one record
-changes exactly one leaf total by 1. HDMM's strategy depends on ``m`` (a function of the
-leaves) and the public workload kind only, and every one of its columns has L1 norm 1, so the
-strategy answers have L1 sensitivity 1 and Laplace noise of scale ``1 / eps_leaf`` on each is
+changes exactly one leaf total by 1. Which strategy measures is a function of the leaves and
+the public workload only (post-processing of the tree). HDMM's strategy depends on ``m`` and
+the workload kind only, and every one of its columns has L1 norm 1, so the strategy answers
+have L1 sensitivity 1 and Laplace noise of scale ``1 / eps_leaf`` on each is
 ``eps_leaf``-DP. (GreedyH: the record moves the nodes of one root-to-leaf path of the
 hierarchy, whose weights depend on the leaves and the public workload only and sum to at most
 1 along every path: measuring with scale ``1 / (w eps_leaf)`` costs at most ``eps_leaf``.)
@@ -47,9 +54,11 @@ noisy counts.
 **Defaults.** ``tree_fraction = 0.15`` and ``theta = 0`` (the paper's threshold). The
 fraction was measured on the 18 DPBench 1-D histograms at n = 1024, 10 trials, fractions
 0.05-0.3, ``eps N`` from 10 to 10^5 (``benchmarks/histograms.py --calibrate-privtree``;
-docs/benchmarks.md, "PrivTree in one dimension"): 0.15 is within 1.03x of the best fraction
-on the geometric mean over the settings for both workloads (the least for prefixes; 0.2 is
-1 % better for random ranges) and within 1.10x at every setting.
+docs/benchmarks.md, "PrivTree in one dimension"). With the GreedyH measurement (2026-12-07,
+sixth session) 0.15 was within 1.03x of the best fraction on the geometric mean over the
+settings for both workloads and within 1.10x at every setting; rerun with the least-error
+measurement (seventh session) it is the best for prefixes and within 1.06x for random ranges
+(0.2 is best there by a few per cent; the default stays one fraction for both).
 """
 
 from __future__ import annotations
@@ -65,16 +74,22 @@ from ._common import NEIGHBOURS, as_budget, as_counts, as_rng, bucket_sums, spre
 from .dawa import _measure_tree, greedy_h, tree_gls
 from .workload import RangeWorkload
 
-__all__ = ["privtree", "privtree_leaves", "privtree_parameters", "leaf_strategy", "FANOUT",
-           "MEASURES", "MAX_HDMM_LEAVES"]
+__all__ = ["privtree", "privtree_leaves", "privtree_parameters", "leaf_strategy",
+           "leaf_workload_gram", "leaf_measurement", "FANOUT", "MEASURES", "MAX_HDMM_LEAVES",
+           "MAX_COMPARED_LEAVES"]
 
 #: binary splits (an interval into its two halves)
 FANOUT = 2
-#: how the leaf totals are measured: HDMM's strategy over the leaves, or GreedyH's hierarchy
-MEASURES = ("hdmm", "greedy-h")
+#: how the leaf totals are measured: the one of HDMM's strategy and GreedyH's hierarchy with
+#: the smaller exact expected workload error given the leaves, or either one
+MEASURES = ("least-error", "hdmm", "greedy-h")
 #: the most leaves measured with HDMM (the largest shipped strategy size); above it a strategy
 #: would be optimized at run time (8192 bins: about a minute), so GreedyH measures them
 MAX_HDMM_LEAVES = 4096
+#: the most leaves for which 'least-error' computes both expected errors (two dense m x m
+#: solves: about 0.15 s at 1024 leaves here); above it HDMM measures (at that many leaves the
+#: signal is high, where HDMM's strategy was the better one on the DPBench protocol)
+MAX_COMPARED_LEAVES = 1024
 
 
 def leaf_strategy(workload: RangeWorkload, m: int):
@@ -96,6 +111,99 @@ def leaf_strategy(workload: RangeWorkload, m: int):
     if int(m) > MAX_HDMM_LEAVES:
         return None
     return optimize_strategy("prefix" if workload.kind == "prefix" else "all-range", int(m))
+
+
+def leaf_workload_gram(workload: RangeWorkload, edges) -> np.ndarray:
+    """``T^T G T``: the Gram matrix of the workload mapped to the leaves ``edges``.
+
+    ``T`` (``n x m``) spreads a leaf total uniformly over its bins, so a query's answer from
+    leaf estimates ``z`` is ``w_q^T T z``; the expected total squared error of any unbiased
+    leaf estimate with covariance ``C`` is ``tr(C T^T G T)``. For the prefix and all-range
+    workloads ``G[i, j] = f(min(i, j)) g(max(i, j))`` (prefix: ``f = 1``, all ranges:
+    ``f(i) = i + 1``; both ``g(j) = n - j``), so the blocks come from sums over the bins in
+    ``O(n + m^2)``; for a given range set, from each query's coverage of the leaves
+    (``O(q m)``).
+
+    Examples
+    --------
+    >>> w = RangeWorkload.from_spec("prefix", 4)
+    >>> leaf_workload_gram(w, [0, 2, 4]).tolist()      # prefixes 1..4 over leaves [0,2), [2,4)
+    [[3.25, 1.5], [1.5, 1.25]]
+    """
+    e = np.asarray(edges, dtype=np.int64)
+    n, m = workload.n, e.size - 1
+    wid = np.diff(e).astype(np.float64)
+    if workload.kind == "ranges":
+        q = workload.queries
+        lo = e[:-1].astype(np.float64)
+        cover = (np.clip((q[:, 1:2] - lo) / wid, 0.0, 1.0)
+                 - np.clip((q[:, 0:1] - lo) / wid, 0.0, 1.0))          # q x m
+        return cover.T @ cover
+    j = np.arange(n, dtype=np.float64)
+    f = np.ones(n) if workload.kind == "prefix" else j + 1.0
+    g = n - j
+    Fc = np.concatenate(([0.0], np.cumsum(f)))
+    F = Fc[e[1:]] - Fc[e[:-1]]                            # sum of f over each leaf
+    Gs = np.add.reduceat(g, e[:-1])                      # sum of g over each leaf
+    # within a leaf: sum_j g(j) (2 sum_{i in leaf, i < j} f(i) + f(j))
+    leaf = np.repeat(np.arange(m), np.diff(e))
+    before = Fc[:-1] - Fc[e[:-1]][leaf]                   # sum of f over the leaf before j
+    D = np.bincount(leaf, weights=g * (2.0 * before + f), minlength=m)
+    M = np.triu(np.outer(F, Gs), 1)
+    out = M + M.T
+    out[np.diag_indices(m)] = D
+    return out / np.outer(wid, wid)
+
+
+def _greedy_h_information(strat, m: int) -> np.ndarray:
+    """``A^T S^-1 A`` of GreedyH's measured nodes in units of ``eps^2 / 2``."""
+    M = np.zeros((m, m))
+    for lo, hi, wt in zip(strat.lo.tolist(), strat.hi.tolist(), strat.weight.tolist()):
+        if wt > 0:
+            M[lo:hi, lo:hi] += wt * wt
+    return M
+
+
+def leaf_measurement(workload: RangeWorkload, edges, measure: str = "least-error"):
+    """How ``privtree`` measures the leaves ``edges``: ``(name, strategy, errors)``.
+
+    ``name`` is 'hdmm' (``strategy`` an :class:`veil.histograms.hdmm.HDMMStrategy` over the
+    leaves) or 'greedy-h' (a GreedyH hierarchy). With ``measure='least-error'`` and at most
+    :data:`MAX_COMPARED_LEAVES` leaves, both strategies' exact expected total squared
+    workload errors at epsilon 1 are computed (``2 tr[(A^T S^-1 A)^-1 T^T G T]``,
+    :func:`leaf_workload_gram`) and returned in ``errors``, and the smaller one is used.
+    A function of the leaves and the public workload only: post-processing of the tree.
+
+    Examples
+    --------
+    >>> w = RangeWorkload.from_spec("prefix", 1024)
+    >>> name, _, errors = leaf_measurement(w, np.arange(0, 1025, 16))    # 64 equal leaves
+    >>> name, round(errors["hdmm"]), round(errors["greedy-h"])
+    ('hdmm', 27641, 39672)
+    """
+    if measure not in MEASURES:
+        raise ParameterError(f"measure must be one of {', '.join(MEASURES)}; got {measure!r}")
+    e = np.asarray(edges, dtype=np.int64)
+    m = int(e.size - 1)
+    hs = leaf_strategy(workload, m) if measure != "greedy-h" else None
+    if hs is None:
+        return "greedy-h", greedy_h(e, workload), None
+    if measure == "hdmm" or m > MAX_COMPARED_LEAVES:
+        return "hdmm", hs, None
+    from scipy.linalg import cho_factor, cho_solve
+
+    G = leaf_workload_gram(workload, e)
+    gh = greedy_h(e, workload)
+    A = hs.dense()
+    err = {"hdmm": 2.0 * float(np.trace(cho_solve(cho_factor(A.T @ A), G)))}
+    try:   # GreedyH keeps at least 1 % of every path for the children, so this is full rank
+        err["greedy-h"] = 2.0 * float(np.trace(cho_solve(cho_factor(
+            _greedy_h_information(gh, m)), G)))
+    except np.linalg.LinAlgError:  # pragma: no cover - a leaf total not identified
+        err["greedy-h"] = math.inf
+    if err["hdmm"] <= err["greedy-h"]:
+        return "hdmm", hs, err
+    return "greedy-h", gh, err
 
 
 def privtree_parameters(eps_tree: float) -> tuple[float, float]:
@@ -158,8 +266,8 @@ def privtree_leaves(counts, *, eps_tree: float, theta: float = 0.0, rng=None, ba
 
 
 def privtree(counts, *, epsilon, tree_fraction: float = 0.15, theta: float = 0.0,
-             workload="prefix", measure: str = "hdmm", rng=None) -> Release:
-    """PrivTree's leaves (``tree_fraction`` of eps), their totals measured with HDMM.
+             workload="prefix", measure: str = "least-error", rng=None) -> Release:
+    """PrivTree's leaves (``tree_fraction`` of eps), their totals measured with HDMM or GreedyH.
 
     Why it is eps-DP: the leaves are ``eps_tree``-DP by PrivTree's theorem with fan-out 2
     (``lambda = 3 / eps_tree``, ``delta = lambda ln 2``); the leaf totals have sensitivity
@@ -179,10 +287,13 @@ def privtree(counts, *, epsilon, tree_fraction: float = 0.15, theta: float = 0.0
     workload : 'prefix', 'all-range' or array (q, 2) of ranges ``[lo, hi)``
         The public queries the leaf measurement is chosen for (HDMM: the prefix strategy
         for 'prefix', the all-range strategy otherwise; GreedyH: its weights).
-    measure : {'hdmm', 'greedy-h'}
-        How the leaf totals are measured (module docstring). With more than
-        :data:`MAX_HDMM_LEAVES` leaves 'hdmm' measures with GreedyH; the release's
-        ``leaf_measure`` parameter says which ran.
+    measure : {'least-error', 'hdmm', 'greedy-h'}
+        How the leaf totals are measured (module docstring; :func:`leaf_measurement`):
+        'least-error' uses whichever of HDMM's strategy and GreedyH's hierarchy has the
+        smaller exact expected workload error given the leaves. With more than
+        :data:`MAX_HDMM_LEAVES` leaves GreedyH measures; the release's ``leaf_measure``
+        parameter says which ran and ``leaf_expected_errors`` the two expected errors (at
+        the leaf budget) when they were compared.
     rng : numpy.random.Generator, optional
 
     Examples
@@ -208,18 +319,18 @@ def privtree(counts, *, epsilon, tree_fraction: float = 0.15, theta: float = 0.0
     starts, depth = privtree_leaves(x, eps_tree=e_tree, theta=theta, rng=g)
     edges = np.concatenate((np.flatnonzero(starts[0]), [n])).astype(np.int64)
     m = int(edges.size - 1)
-    hs = leaf_strategy(w, m) if measure == "hdmm" else None
-    if hs is not None:
-        est = hs.estimate(hs.measure(bucket_sums(x, edges).astype(np.float64), e_leaf, g))
-        used, measured = "hdmm", m + hs.p
+    used, strat, errors = leaf_measurement(w, edges, measure)
+    if used == "hdmm":
+        est = strat.estimate(strat.measure(bucket_sums(x, edges).astype(np.float64), e_leaf,
+                                           g))
+        measured = m + strat.p
         how = ("HDMM's p-Identity strategy over the leaves for the public workload's kind (a "
                "function of the number of leaves only), least squares",
                "float64 Laplace noise of scale 1/epsilon on each strategy answer")
     else:
-        strat = greedy_h(edges, w)
         y, var = _measure_tree(bucket_sums(x, edges), strat, e_leaf, g)
         est = tree_gls(strat, y, var)
-        used, measured = "greedy-h", int((strat.weight > 0).sum())
+        measured = int((strat.weight > 0).sum())
         how = ("GreedyH weights from the leaves and the public workload only",
                "float64 Laplace noise; a node of weight w has scale 1/(w epsilon)")
     lam, delta = privtree_parameters(e_tree)
@@ -227,10 +338,13 @@ def privtree(counts, *, epsilon, tree_fraction: float = 0.15, theta: float = 0.0
                    {"n": n, "tree_fraction": frac, "theta": theta, "fanout": FANOUT,
                     "lambda": lam, "delta": delta, "buckets": m, "edges": edges.tolist(),
                     "max_depth": int(depth), "workload": w.describe(), "measure": measure,
-                    "leaf_measure": used, "measured_nodes": measured},
+                    "leaf_measure": used, "measured_nodes": measured,
+                    "leaf_expected_errors": None if errors is None else
+                    {k: v / e_leaf ** 2 for k, v in errors.items()}},
                    {"tree": e_tree, "buckets": e_leaf}, noise_scale=1.0 / e_leaf,
                    notes=(NEIGHBOURS, "leaves: PrivTree with fan-out 2 (split decisions with "
                           "Laplace lambda = 3/eps_tree on counts biased by depth * delta; only "
                           "the leaves are released); leaf totals: " + how[0], how[1]),
                    derived=("parameters.buckets", "parameters.edges", "parameters.max_depth",
-                            "parameters.measured_nodes", "parameters.leaf_measure"))
+                            "parameters.measured_nodes", "parameters.leaf_measure",
+                            "parameters.leaf_expected_errors"))
