@@ -150,8 +150,17 @@ def test_bench_command_is_registered(capsys):
     except SystemExit as exc:
         assert exc.code in (0, None)
     out = capsys.readouterr().out
-    for flag in ("--accuracy", "--quick", "--speed", "--hdmm", "--fit-auto", "--trials", "--n-bins"):
+    for flag in ("--accuracy", "--quick", "--speed", "--hdmm", "--fit-auto", "--fit-target",
+                 "--trials", "--n-bins"):
         assert flag in out
+
+
+def test_bench_fit_target_is_checked_before_any_work(tmp_path, capsys):
+    rows = tmp_path / "rows.json"
+    rows.write_text("[]")
+    for bad in ("0.5", "nan", "inf"):
+        assert run(["bench", "histograms", "--fit-auto", str(rows), "--fit-target", bad]) == 2
+        assert "--fit-target" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- issue 19
@@ -162,7 +171,8 @@ DP_KEYS = {
     "sort-and-group": {"groups", "estimated_sse"}, "ahp": {"clusters"},
     "dawa": {"edges", "buckets", "measured_nodes"}, "mwem": {"selected"},
     "coarse": {"noisy_total", "buckets", "edges", "measured_nodes"},
-    "privtree": {"buckets", "edges", "max_depth", "measured_nodes"},
+    "privtree": {"buckets", "edges", "max_depth", "measured_nodes", "leaf_measure",
+                 "leaf_expected_errors"},
     "auto": {"auto_noisy_total", "auto_rule", "notes"},
 }
 CLI_EXTRA = {"structurefirst": ["--count-bound", "1000", "--k", "4"],

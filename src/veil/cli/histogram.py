@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from pathlib import Path
 from typing import Optional
@@ -443,6 +444,10 @@ def bench(
                                   "eps 0.01-10, scales 1e3-1e7, prefix and random ranges)."),
     fit_auto: Optional[Path] = typer.Option(None, "--fit-auto", help="Fit the auto rule on the "
                                             "JSON of an accuracy run; print held-out ratios."),
+    fit_target: Optional[float] = typer.Option(None, "--fit-target", help="With --fit-auto: "
+                                               "per signal level, the candidate with the fewest "
+                                               "cells above this many times the best (then the "
+                                               "mean log ratio); the shipped rule used 1.15."),
     trials: int = typer.Option(10, "--trials", help="Trials per accuracy setting."),
     n: Optional[int] = typer.Option(None, "--n-bins", help="Coarsen the 4096-bin datasets to n bins."),
     datasets: Optional[str] = typer.Option(None, "--datasets", help="Comma-separated DPBench "
@@ -465,7 +470,10 @@ def bench(
     check_int(trials, "--trials", minimum=1)
     if n is not None and 4096 % check_int(n, "--n-bins", minimum=1):
         raise ParameterError(f"--n-bins must divide 4096 (the DPBench domain), got {n}")
-    out = run(speed=speed, hdmm=hdmm, accuracy=accuracy, fit_auto=fit_auto, trials=trials, n=n,
+    if fit_target is not None and not (math.isfinite(fit_target) and fit_target >= 1.0):
+        raise ParameterError(f"--fit-target must be a ratio of at least 1, got {fit_target!r}")
+    out = run(speed=speed, hdmm=hdmm, accuracy=accuracy, fit_auto=fit_auto,
+              fit_target=fit_target, trials=trials, n=n,
               datasets=names, quick=quick, output=output, log=say)
     if output is not None:
         status(f"wrote {output}")
