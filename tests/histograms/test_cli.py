@@ -155,12 +155,27 @@ def test_bench_command_is_registered(capsys):
         assert flag in out
 
 
-def test_bench_fit_target_is_checked_before_any_work(tmp_path, capsys):
+def test_bench_fit_target_reaches_the_fit_and_is_checked_before_any_work(tmp_path, capsys,
+                                                                          monkeypatch):
+    """The shipped rule was fitted with the count of cells above 1.15x the best
+    (``--fit-target 1.15``); the command passes it on and refuses a ratio below 1."""
+    from veil.histograms import bench
+
+    seen = {}
+
+    def fake_run(**kw):
+        seen.update(kw)
+        return {}
+    monkeypatch.setattr(bench, "run", fake_run)
     rows = tmp_path / "rows.json"
     rows.write_text("[]")
+    run_ok(["bench", "histograms", "--fit-auto", str(rows), "--fit-target", "1.15"])
+    assert seen["fit_target"] == 1.15 and seen["fit_auto"] == rows
+    seen.clear()
     for bad in ("0.5", "nan", "inf"):
         assert run(["bench", "histograms", "--fit-auto", str(rows), "--fit-target", bad]) == 2
         assert "--fit-target" in capsys.readouterr().err
+        assert not seen                                   # refused before any work
 
 
 # --------------------------------------------------------------------------- issue 19
