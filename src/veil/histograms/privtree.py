@@ -324,15 +324,21 @@ def privtree(counts, *, epsilon, tree_fraction: float = 0.15, theta: float = 0.0
         est = strat.estimate(strat.measure(bucket_sums(x, edges).astype(np.float64), e_leaf,
                                            g))
         measured = m + strat.p
-        how = ("HDMM's p-Identity strategy over the leaves for the public workload's kind (a "
-               "function of the number of leaves only), least squares",
-               "float64 Laplace noise of scale 1/epsilon on each strategy answer")
     else:
         y, var = _measure_tree(bucket_sums(x, edges), strat, e_leaf, g)
         est = tree_gls(strat, y, var)
         measured = int((strat.weight > 0).sum())
-        how = ("GreedyH weights from the leaves and the public workload only",
-               "float64 Laplace noise; a node of weight w has scale 1/(w epsilon)")
+    # the notes follow the public option only: which strategy ran depends on the leaves
+    hdmm_note = ("HDMM's p-Identity strategy over the leaves for the public workload's kind "
+                 "(a function of the number of leaves only)")
+    greedy_note = "GreedyH's hierarchy, its weights from the leaves and the public workload"
+    how = {"least-error": f"the one of {hdmm_note} and {greedy_note} with the smaller exact "
+                          "expected workload error given the leaves (leaf_measure says which; "
+                          f"GreedyH above {MAX_HDMM_LEAVES} leaves), least squares",
+           "hdmm": f"{hdmm_note} (GreedyH above {MAX_HDMM_LEAVES} leaves), least squares",
+           "greedy-h": f"{greedy_note}, least squares"}[measure]
+    noise = ("float64 Laplace noise: scale 1/epsilon on each HDMM strategy answer, "
+             "1/(w epsilon) on a GreedyH node of weight w")
     lam, delta = privtree_parameters(e_tree)
     return Release(spread(edges, est), "privtree", b,
                    {"n": n, "tree_fraction": frac, "theta": theta, "fanout": FANOUT,
@@ -344,7 +350,7 @@ def privtree(counts, *, epsilon, tree_fraction: float = 0.15, theta: float = 0.0
                    {"tree": e_tree, "buckets": e_leaf}, noise_scale=1.0 / e_leaf,
                    notes=(NEIGHBOURS, "leaves: PrivTree with fan-out 2 (split decisions with "
                           "Laplace lambda = 3/eps_tree on counts biased by depth * delta; only "
-                          "the leaves are released); leaf totals: " + how[0], how[1]),
+                          "the leaves are released); leaf totals: " + how, noise),
                    derived=("parameters.buckets", "parameters.edges", "parameters.max_depth",
                             "parameters.measured_nodes", "parameters.leaf_measure",
                             "parameters.leaf_expected_errors"))
