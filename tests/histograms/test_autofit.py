@@ -120,3 +120,15 @@ def test_auto_report_fits_and_cross_validates_with_the_target_it_is_given():
     assert plain["rule"]["prefix"] == [[math.inf, "hb"]]
     assert counted["rule"]["prefix"] == [[math.inf, "dawa"]]
     assert any("above 1.15x the best" in line for line in lines)
+
+
+def test_fit_target_is_a_ratio_of_at_least_one():
+    """``fit_rule(target=...)`` counts cells above ``target`` times the best: a ratio below 1
+    (every cell would count), nan or inf is refused by the library, not only the command."""
+    from veil.errors import ParameterError
+    from veil.histograms.autofit import check_target, fit_rule
+
+    assert check_target(None) is None and check_target(1.15) == 1.15
+    for bad in (0.5, 0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ParameterError, match="target"):
+            fit_rule([], target=bad)

@@ -445,8 +445,7 @@ def _leaf_discriminant(counts, hist_a, edges, leaf_measure: str) -> float:
     strategy its noise is several times a direct measurement's (prefix strategies measure
     prefixes well, not single leaves): a 4x under-noised twin then stayed under the claim. The
     discriminant uses the whole published vector (0 in A, 1 in B, plus noise)."""
-    from ..histograms.privtree import _greedy_h_information, leaf_strategy
-    from ..histograms.dawa import greedy_h
+    from ..histograms.privtree import leaf_information, leaf_measurement
     from ..histograms.workload import RangeWorkload
 
     n = int(edges[-1])
@@ -454,11 +453,8 @@ def _leaf_discriminant(counts, hist_a, edges, leaf_measure: str) -> float:
     w = RangeWorkload.from_spec("prefix", n)   # the command's default workload
     z = np.add.reduceat(counts, edges[:-1]) - np.add.reduceat(hist_a.astype(np.float64),
                                                               edges[:-1])
-    if leaf_measure == "hdmm":
-        A = leaf_strategy(w, m).dense()
-        M = A.T @ A
-    else:
-        M = _greedy_h_information(greedy_h(edges, w), m)
+    strategy = leaf_measurement(w, edges, leaf_measure)[1]  # the strategy the sidecar names
+    M = leaf_information(leaf_measure, strategy, m)
     leaf = int(np.searchsorted(edges, 3, side="right") - 1)
     return float((M @ z)[leaf] / M[leaf, leaf])
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import warnings
 from pathlib import Path
 from typing import Optional
@@ -470,8 +469,10 @@ def bench(
     check_int(trials, "--trials", minimum=1)
     if n is not None and 4096 % check_int(n, "--n-bins", minimum=1):
         raise ParameterError(f"--n-bins must divide 4096 (the DPBench domain), got {n}")
-    if fit_target is not None and not (math.isfinite(fit_target) and fit_target >= 1.0):
-        raise ParameterError(f"--fit-target must be a ratio of at least 1, got {fit_target!r}")
+    if fit_target is not None:   # before any work
+        from ..histograms.autofit import check_target
+
+        check_target(fit_target, "--fit-target")
     out = run(speed=speed, hdmm=hdmm, accuracy=accuracy, fit_auto=fit_auto,
               fit_target=fit_target, trials=trials, n=n,
               datasets=names, quick=quick, output=output, log=say)

@@ -38,7 +38,8 @@ import numpy as np
 
 from ..errors import ParameterError
 
-__all__ = ["fit_rule", "apply_rule", "evaluate_rule", "cross_validate", "CLASS_OF_WORKLOAD"]
+__all__ = ["fit_rule", "apply_rule", "evaluate_rule", "cross_validate", "check_target",
+           "CLASS_OF_WORKLOAD"]
 
 #: evaluation workload -> rule class
 CLASS_OF_WORKLOAD = {"prefix": "prefix", "random": "ranges"}
@@ -46,6 +47,18 @@ CLASS_OF_WORKLOAD = {"prefix": "prefix", "random": "ranges"}
 #: with ``fit_rule(..., target=TARGET)`` the fit counts the cells where a candidate is more
 #: than this many times the best
 TARGET = 1.15
+
+
+def check_target(target, name: str = "target") -> float | None:
+    """``target`` of :func:`fit_rule`: None, or a finite ratio of at least 1."""
+    if target is None:
+        return None
+    from ..validation import check_positive
+
+    t = check_positive(target, name)
+    if t < 1.0:
+        raise ParameterError(f"{name} must be a ratio of at least 1, got {target!r}")
+    return t
 
 
 def _cost(ratios, target: float | None) -> tuple[float, float]:
@@ -128,6 +141,7 @@ def fit_rule(rows, *, datasets=None, candidates=("identity", "hb", "hdmm", "dawa
     >>> fit_rule(rows, candidates=("a", "b"))["prefix"]
     ((-1.0, 'a'), (inf, 'b'))
     """
+    target = check_target(target)
     idx = _index(rows)
     keep = None if datasets is None else set(datasets)
     exact = (_fit_exact_epsilon(idx, keep, candidates, target) if "identity" in candidates

@@ -75,7 +75,7 @@ from .dawa import _measure_tree, greedy_h, tree_gls
 from .workload import RangeWorkload
 
 __all__ = ["privtree", "privtree_leaves", "privtree_parameters", "leaf_strategy",
-           "leaf_workload_gram", "leaf_measurement", "FANOUT", "MEASURES", "MAX_HDMM_LEAVES",
+           "leaf_workload_gram", "leaf_measurement", "leaf_information", "FANOUT", "MEASURES", "MAX_HDMM_LEAVES",
            "MAX_COMPARED_LEAVES"]
 
 #: binary splits (an interval into its two halves)
@@ -155,10 +155,17 @@ def leaf_workload_gram(workload: RangeWorkload, edges) -> np.ndarray:
     return out / np.outer(wid, wid)
 
 
-def _greedy_h_information(strat, m: int) -> np.ndarray:
-    """``A^T S^-1 A`` of GreedyH's measured nodes in units of ``eps^2 / 2``."""
+def leaf_information(name: str, strategy, m: int) -> np.ndarray:
+    """``A^T S^-1 A`` of a leaf measurement in units of ``eps^2 / 2`` (``m x m``): ``A^T A``
+    of HDMM's strategy (``name='hdmm'``), or the weighted node indicators of GreedyH's
+    (``'greedy-h'``). Its inverse times ``2 / eps^2`` is the covariance of the least-squares
+    leaf totals; the file audit uses it for its most powerful linear statistic."""
+    if name == "hdmm":
+        A = strategy.dense()
+        return A.T @ A
     M = np.zeros((m, m))
-    for lo, hi, wt in zip(strat.lo.tolist(), strat.hi.tolist(), strat.weight.tolist()):
+    for lo, hi, wt in zip(strategy.lo.tolist(), strategy.hi.tolist(),
+                          strategy.weight.tolist()):
         if wt > 0:
             M[lo:hi, lo:hi] += wt * wt
     return M
@@ -194,13 +201,13 @@ def leaf_measurement(workload: RangeWorkload, edges, measure: str = "least-error
 
     G = leaf_workload_gram(workload, e)
     gh = greedy_h(e, workload)
-    A = hs.dense()
-    err = {"hdmm": 2.0 * float(np.trace(cho_solve(cho_factor(A.T @ A), G)))}
-    try:   # GreedyH keeps at least 1 % of every path for the children, so this is full rank
-        err["greedy-h"] = 2.0 * float(np.trace(cho_solve(cho_factor(
-            _greedy_h_information(gh, m)), G)))
-    except np.linalg.LinAlgError:  # pragma: no cover - a leaf total not identified
-        err["greedy-h"] = math.inf
+    err = {}
+    for name, strat in (("hdmm", hs), ("greedy-h", gh)):
+        try:   # GreedyH keeps at least 1 % of every path for the children: full rank
+            err[name] = 2.0 * float(np.trace(cho_solve(cho_factor(
+                leaf_information(name, strat, m)), G)))
+        except np.linalg.LinAlgError:  # pragma: no cover - a leaf total not identified
+            err[name] = math.inf
     if err["hdmm"] <= err["greedy-h"]:
         return "hdmm", hs, err
     return "greedy-h", gh, err
