@@ -9,6 +9,9 @@ Usage (from the project root; real data in ../shared or $VEIL_SHARED)::
     PYTHONPATH=src python benchmarks/maps.py fit --from-json dp.json pts.json --maps all \
         --privtree-occupancy --json-rules rules.json                   # fit auto's rule
     PYTHONPATH=src python benchmarks/maps.py autoeval --rules rules.json --seed 0
+    PYTHONPATH=src python benchmarks/maps.py autocheck --runs 40 --seed 21   # auto vs UG/AG
+    PYTHONPATH=src python benchmarks/maps.py autocheck --runs 20 --seed 22 --target 1.15 \
+        --reference identity ug ag quadtree hb2d privtree dawa2d hdmm      # auto vs the best
     PYTHONPATH=src python benchmarks/maps.py scale --points 100000000  # 10^8 points, 1024^2
     PYTHONPATH=src python benchmarks/maps.py calibrate-privtree --runs 20  # PrivTree's fraction
 
@@ -25,6 +28,12 @@ on every training map and leaving each dataset (DPBench only) or each data sourc
 autoeval: the protocol (10 runs) on all eight maps with every mechanism, auto with the shipped
 rule, auto with the rule of the fold that left the map's source out (held out) and, with
 ``--previous-rule``, another rule on the same draws; a markdown table and its summary.
+autocheck: auto against the best of ``--reference`` (default UG and AG) on all eight maps (eps
+0.1 and 1, scales 1e4, 1e6, 1e8) with many runs: per setting the ratio of the mean errors, a
+paired bootstrap interval (the methods share every run's map, queries and generator state), and
+whether the setting is above ``--target`` at the 5 % family-wise level (Bonferroni over the
+settings); the issue's "auto at most UG/AG" (target 1) and "within 1.15x of the best" (every
+mechanism as reference, target 1.15) criteria, tested instead of read off a 10-run mean.
 scale: synthetic points written by a streaming DuckDB COPY to a Parquet file in /tmp (not
 committed), then points -> 1024 x 1024 map locally and on Dask (2 local workers), record and
 person level; wall time and peak resident memory of every process.
@@ -255,6 +264,65 @@ def _counts(items):
     return Counter(items).most_common()
 
 
+def _autocheck(a):
+    """auto / the best of ``--reference`` per setting, with a paired bootstrap interval."""
+    import numpy as np
+
+    from veil.maps.bench import accuracy_table
+    from veil.random import make_rng
+
+    ref = list(a.reference)
+    name = "min(" + ", ".join(m.upper() if m in ("ug", "ag") else m for m in ref) + ")"
+    err, chosen = {}, {}
+    for group in ("all", "fresh"):
+        rows, _ = accuracy_table(runs=a.runs, datasets=group, seed=a.seed,
+                                 methods=[*ref, "auto"],
+                                 log=lambda m: print(m, file=sys.stderr, flush=True))
+        for r in rows:
+            err[(r.dataset, r.epsilon, r.scale, r.method)] = np.asarray(r.errors)
+            if r.method == "auto":
+                chosen[(r.dataset, r.epsilon, r.scale)] = _counts(r.chosen)
+    keys = sorted({k[:3] for k in err}, key=lambda k: (_source(k), k[0], k[2], k[1]))
+    g = make_rng(seed=a.seed + 1)
+    B, t = a.resamples, a.target
+    # two-sided 95 % per setting; one-sided 5 % family-wise (Bonferroni) for "above the target"
+    q_fw = 0.05 / len(keys)
+    print(f"| map | eps | scale | best of the reference | auto | auto / {name} | 95 % interval "
+          f"| lower bound at 5 % family-wise ({len(keys)} settings) | auto chose |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    out, above, above_fw, n_one, above_one = {}, 0, 0, 0, 0
+    for k in keys:
+        e = np.array([err[(*k, m)] for m in ref])
+        au = err[(*k, "auto")]
+        n = au.size
+        best = ref[int(np.argmin(e.mean(1)))]
+        ratio = au.mean() / e.mean(1).min()
+        idx = g.integers(0, n, size=(B, n))
+        bs = au[idx].mean(1) / e[:, idx].mean(2).min(0)
+        lo, hi = np.quantile(bs, [0.025, 0.975])
+        lo_fw = float(np.quantile(bs, q_fw))
+        above += ratio > t
+        above_fw += lo_fw > t
+        # auto ran the setting's best reference method in every run: the same mechanism with
+        # the rest of the budget after its selection
+        one = [m for m, _ in chosen[k]] == [best]
+        n_one += one
+        above_one += one and ratio > t
+        ch = ", ".join(f"{m} {c}" for m, c in chosen[k])
+        print(f"| {k[0]} | {k[1]:g} | {k[2]:.0e} | {best} {e.mean(1).min():.3g} | "
+              f"{au.mean():.3g} | {ratio:.3f} | {lo:.3f}-{hi:.3f} | {lo_fw:.3f} | {ch} |")
+        out["|".join(map(str, k))] = {"best": best, "best_error": float(e.mean(1).min()),
+                                      "auto": float(au.mean()), "ratio": float(ratio),
+                                      "lo": float(lo), "hi": float(hi), "lo_fw": lo_fw,
+                                      "chosen": dict(chosen[k]), "runs": int(n)}
+    print(f"\n{len(keys)} settings, {a.runs} runs each, reference {name}, target {t:g}: "
+          f"auto's mean above {t:g} x the reference in {above}; above it at the 5 % "
+          f"family-wise level in {above_fw}; auto ran the setting's best reference method in "
+          f"every run of {n_one} settings, {above_one} of them with a mean above {t:g} x")
+    if a.json:
+        Path(a.json).write_text(json.dumps(out, indent=1))
+
+
 def _scale(a):
     from veil.maps.bench import generate_points, machine_note, scale_run
 
@@ -341,6 +409,15 @@ def main(argv=None) -> int:
     p.add_argument("--runs", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", default=None)
+    p = sub.add_parser("autocheck")
+    p.add_argument("--runs", type=int, default=40)
+    p.add_argument("--seed", type=int, default=21, help="the experiment's seed")
+    p.add_argument("--resamples", type=int, default=20000, help="bootstrap resamples")
+    p.add_argument("--reference", nargs="+", default=["ug", "ag"],
+                   help="auto is compared with the best of these per setting (default UG, AG)")
+    p.add_argument("--target", type=float, default=1.0,
+                   help="the ratio auto must not exceed (1.0 for UG/AG, 1.15 for the best)")
+    p.add_argument("--json", default=None)
     p = sub.add_parser("scale")
     p.add_argument("--points", type=float, default=1e8)
     p.add_argument("--users", type=int, default=100_000)
@@ -361,7 +438,7 @@ def main(argv=None) -> int:
     p.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     {"calibrate-privtree": _calibrate_privtree, "fit": _fit, "accuracy": _accuracy, "table": _table, "scale": _scale,
-     "autoeval": _autoeval}[a.cmd](a)
+     "autoeval": _autoeval, "autocheck": _autocheck}[a.cmd](a)
     return 0
 
 

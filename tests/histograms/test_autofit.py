@@ -132,3 +132,42 @@ def test_fit_target_is_a_ratio_of_at_least_one():
     for bad in (0.5, 0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ParameterError, match="target"):
             fit_rule([], target=bad)
+
+
+def test_miss_significance_separates_firm_misses_from_trial_noise():
+    """The held-out misses are ratios of 10-trial means; ``miss_significance`` calls a miss firm
+    only when a paired bootstrap over the trials puts it above the target at the family-wise
+    level. Power: a cell at twice the best is firm; a cell whose methods have the same error
+    distribution (above 1.15 only by the draw) is not; unpaired trials are reported untested."""
+    from veil.histograms.bench import auto_report, miss_significance
+
+    g = np.random.default_rng(3)
+    base = g.lognormal(0.0, 0.05, size=10)
+    noisy_a, noisy_b = g.lognormal(0.0, 0.4, size=(2, 10))
+    while not noisy_a.mean() / noisy_b.mean() > 1.15:  # the same law, a draw above the target
+        noisy_a, noisy_b = g.lognormal(0.0, 0.4, size=(2, 10))
+    rows = [EvalRow("firm", "a", 0.1, 1000, "prefix", n=16, errors=list(2.0 * base)),
+            EvalRow("firm", "b", 0.1, 1000, "prefix", n=16, errors=list(base)),
+            EvalRow("noise", "a", 0.1, 1000, "prefix", n=16, errors=list(noisy_a)),
+            EvalRow("noise", "b", 0.1, 1000, "prefix", n=16, errors=list(noisy_b)),
+            EvalRow("short", "a", 0.1, 1000, "prefix", n=16, errors=[2.0, 2.0]),
+            EvalRow("short", "b", 0.1, 1000, "prefix", n=16, errors=[1.0])]
+    held = [{"dataset": d, "class": "prefix", "epsilon": 0.1, "scale": 1000, "chosen": "a",
+             "best": "b", "over_best": r} for d, r in
+            (("firm", 2.0), ("noise", noisy_a.mean() / noisy_b.mean()), ("short", 2.0))]
+    lines = []
+    out = {o["dataset"]: o for o in miss_significance(rows, held, candidates=("a", "b"),
+                                                      log=lines.append)}
+    assert out["firm"]["firm"] and out["firm"]["lower_bound"] > 1.15
+    assert not out["noise"]["firm"] and out["noise"]["tested"]
+    assert not out["short"]["tested"] and math.isnan(out["short"]["lower_bound"])
+    assert "3 of 3" in lines[0] and ": 1 (" in lines[0] and "1 not tested" in lines[0]
+    # and auto_report runs it on the held-out cells of its cross-validation
+    named = [EvalRow(r.dataset, {"a": "dawa", "b": "hb"}[r.method], r.epsilon, r.scale,
+                     r.workload, n=r.n, errors=r.errors) for r in rows[:4]]
+    lines = []
+    rep = auto_report(named, folds=2, target=1.15, log=lines.append)
+    assert all(o["over_best"] > 1.15 for o in rep["misses"])
+    assert {o["dataset"] for o in rep["misses"]} == {h["dataset"] for h in rep["held_out"]
+                                                     if h["over_best"] > 1.15}
+    assert any("beyond trial noise" in line for line in lines)

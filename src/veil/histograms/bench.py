@@ -418,11 +418,83 @@ def auto_report(rows, *, folds: int = 3, candidates=None, target: float | None =
                         "max_over_identity": float(oi.max()),
                         "share_not_worse_than_identity": float(np.mean(oi <= 1.0))}
         log(f"# held out, {cls}: " + ", ".join(f"{k} {v:.3g}" for k, v in summary[cls].items()))
+    misses = miss_significance(rows, held, candidates=candidates,
+                               target=1.15 if target is None else target, log=log)
+
     def js(rl):  # JSON-friendly rule
         return {k: (v if isinstance(v, float) else [[u, m] for u, m in v]) for k, v in rl.items()}
 
     return {"rule": js(rule), "folds": [{**r, "rule": js(r["rule"])} for r in rules],
-            "held_out": held, "in_sample": full, "summary": summary}
+            "held_out": held, "in_sample": full, "summary": summary, "misses": misses}
+
+
+def miss_significance(rows, held, *, candidates, target: float = 1.15, resamples: int = 100000,
+                      alpha: float = 0.05, seed: int = 41, log=print) -> list[dict]:
+    """Which held-out cells above ``target`` times the best are above it beyond trial noise.
+
+    A cell's ratio is a ratio of means over a few trials, so some cells are above the target by
+    chance. The trials of a cell share their re-sampled histogram across methods (one draw per
+    trial, whatever the methods run), so a paired bootstrap over the trials gives the ratio's
+    sampling distribution (cells with fewer than 2 trials, or trials that differ between methods,
+    are reported untested): ``auto``'s method's mean over the smallest candidate mean, both
+    floored at one record per query (the fit's ``_ratio``). A cell is a *firm* miss when the
+    bootstrap's ``alpha / cells`` quantile (one-sided, Bonferroni over every held-out cell) is
+    above ``target``. The bootstrap re-selects the best candidate in each resample, as the
+    table does. Seeded: an analysis of benchmark rows, not a release.
+
+    Examples
+    --------
+    >>> from veil.histograms.evaluation import EvalRow
+    >>> rows = [EvalRow("d", m, 0.1, 1000, "prefix", n=16, errors=e) for m, e in
+    ...         (("hb", [0.2, 0.21, 0.19, 0.2]), ("dawa", [0.1, 0.11, 0.1, 0.09]))]
+    >>> held = [{"dataset": "d", "class": "prefix", "epsilon": 0.1, "scale": 1000,
+    ...          "chosen": "hb", "best": "dawa", "over_best": 2.0}]
+    >>> miss_significance(rows, held, candidates=("hb", "dawa"), log=lambda m: None
+    ...                   )[0]["firm"]
+    True
+    """
+    from .autofit import CLASS_OF_WORKLOAD
+
+    errs = {}
+    for r in rows:
+        if r.workload in CLASS_OF_WORKLOAD:
+            errs[(r.dataset, CLASS_OF_WORKLOAD[r.workload], r.epsilon, r.scale,
+                  r.method)] = np.asarray(r.errors, dtype=np.float64)
+    g = make_rng(seed=seed)
+    q = alpha / max(len(held), 1)
+    out = []
+    for h in held:
+        if not h["over_best"] > target:
+            continue
+        k = (h["dataset"], h["class"], h["epsilon"], h["scale"])
+        cand = [m for m in candidates if (*k, m) in errs]
+        mine = errs[(*k, h["chosen"])]
+        n = mine.size
+        base = {k2: h[k2] for k2 in ("dataset", "class", "epsilon", "scale", "chosen", "best",
+                                     "over_best")}
+        if n < 2 or any(errs[(*k, m)].size != n for m in cand):  # cannot be paired
+            out.append({**base, "lower_bound": float("nan"), "firm": False, "tested": False})
+            continue
+        E = np.array([errs[(*k, m)] for m in cand])
+        floor = 1.0 / h["scale"]
+        idx = g.integers(0, n, size=(resamples, n))
+        bs = (np.maximum(mine[idx].mean(1), floor)
+              / np.maximum(E[:, idx].mean(2).min(0), floor))
+        lo = float(np.quantile(bs, q))
+        out.append({**base, "lower_bound": lo, "firm": bool(lo > target), "tested": True})
+    firm = [o for o in out if o["firm"]]
+    untested = sum(not o["tested"] for o in out)
+    pairs: dict = {}
+    for o in firm:
+        pairs[(o["chosen"], o["best"])] = pairs.get((o["chosen"], o["best"]), 0) + 1
+    log(f"# held-out cells above {target:g}x the best: {len(out)} of {len(held)}; above it "
+        f"beyond trial noise (paired bootstrap over the trials, one-sided, {alpha:g} "
+        f"family-wise over the {len(held)} cells): {len(firm)}"
+        + ("" if not firm else " (" + ", ".join(f"{c} chosen where {b} is best: {v}"
+                                                for (c, b), v in sorted(pairs.items())) + ")")
+        + ("" if not untested else f"; {untested} not tested (fewer than 2 trials, or "
+           "trials that differ between methods)"))
+    return out
 
 
 def run(*, speed=False, hdmm=False, accuracy=False, fit_auto=None, fit_target=None,
