@@ -18,7 +18,7 @@ from veil.maps import publish
 from veil.maps.auto import (AUTO_SCALE_FRACTION, DAWA_MAX_CELLS, FEATURE_FRACTION, RULE,
                             apply_rule,
                             auto_selection, choose_method, coarse_entropy, fit_rule,
-                            signal)
+                            reference_signal, signal)
 from veil.random import make_rng
 
 CELLS = 256 * 256
@@ -63,6 +63,57 @@ def test_rule_branches():
     assert apply_rule(sig, ent).tolist() == ["hdmm", "privtree", "ag"]
     occ = np.array([r["dawa_occupancy"], np.nan, np.nan])
     assert apply_rule(sig, ent, occupancy=occ).tolist() == ["dawa2d", "privtree", "ag"]
+
+
+def test_ag_band_closes_above_ag_max_signal():
+    """Between the two entropy thresholds AG ran up to ``hdmm_above`` (31.6); the refit of
+    2026-12-08 closes AG's band at ``ag_max_signal`` (every fold of the leave-one-source-out fit
+    chose 3.16 or 5.62). Regression: on BeijingTaxiE at eps 1, N 10^6 (signal 15.3, coarse
+    entropy between 0.50 and 0.62) ``auto`` ran AG at 1.36x HDMM's error (20 runs, above 1.15x
+    at the 5 % family-wise level); it now runs HDMM. A rule without the key keeps the old
+    behaviour (older rules given to ``--previous-rule`` or ``rule=``)."""
+    r = RULE
+    assert r["hdmm_mid_signal"] < r["ag_max_signal"] < r["hdmm_above"]
+    mid_ent = (r["privtree_entropy"] + r["hdmm_entropy"]) / 2
+    below = _scale(math.sqrt(r["hdmm_mid_signal"] * r["ag_max_signal"]))
+    above = _scale(math.sqrt(r["ag_max_signal"] * r["hdmm_above"]))
+    assert choose_method(rows=256, cols=256, epsilon=1.0, scale=below, entropy=mid_ent)[0] \
+        == "ag"
+    method, reason = choose_method(rows=256, cols=256, epsilon=1.0, scale=above,
+                                   entropy=mid_ent)
+    assert method == "hdmm" and f"or signal > {r['ag_max_signal']:g}" in reason
+    # the BeijingTaxiE setting of the regression: signal 10^6 / 65536
+    assert choose_method(rows=256, cols=256, epsilon=1.0, scale=10**6, entropy=mid_ent)[0] \
+        == "hdmm"
+    # PrivTree's branch still comes first
+    assert choose_method(rows=256, cols=256, epsilon=1.0, scale=above,
+                         entropy=r["privtree_entropy"] - 0.01)[0] == "privtree"
+    old = {k: v for k, v in r.items() if k != "ag_max_signal"}
+    assert choose_method(rows=256, cols=256, epsilon=1.0, scale=above, entropy=mid_ent,
+                         rule=old)[0] == "ag"
+    sig = np.array([reference_signal(epsilon=1.0, scale=above)] * 2)
+    assert apply_rule(sig, np.array([mid_ent] * 2)).tolist() == ["hdmm", "hdmm"]
+    assert apply_rule(sig, np.array([mid_ent] * 2), old).tolist() == ["ag", "ag"]
+
+
+def test_fit_rule_scores_the_closed_ag_band():
+    """``fit_rule`` charges HDMM's error (not AG's) above ``ag_max_signal`` and finds the
+    threshold on runs where HDMM wins above a signal of 5 and AG below."""
+    runs = []
+    for i, sig in enumerate((0.5, 1.0, 2.0, 8.0, 12.0, 20.0)):
+        for k in range(2):
+            hd = 1.0 if sig > 5 else 2.0
+            runs.append({"setting": ("m", i), "run": k, "signal": sig, "entropy": 0.56,
+                         "ag_a": 1.5, "privtree_a": 3.0, "hdmm_a": hd, "hdmm_d": hd,
+                         "ag": 1.5, "privtree": 3.0, "hdmm": hd, "ug": 3.0})
+    grid = {"hdmm_above": [31.6228], "privtree_min_signal": [0.0562],
+            "privtree_entropy": [0.5], "hdmm_mid_signal": [0.1778], "hdmm_entropy": [0.62],
+            "ag_max_signal": [1.0, 3.1623, 5.6234, 31.6228]}
+    rule, rep = fit_rule(runs, grid=grid)
+    assert rep["over_target"] == 0
+    assert rule["ag_max_signal"] in (3.1623, 5.6234)  # the tied middle of the closing band
+    open_band = fit_rule(runs, grid={**grid, "ag_max_signal": [31.6228]})[1]
+    assert open_band["over_target"] == 3  # AG at 1.5x HDMM in the three high settings
 
 
 def test_release_records_the_split():

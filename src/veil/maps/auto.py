@@ -39,6 +39,10 @@ leave-one-source-out evaluation, see docs/maps.md):
   concentrated map: the tree isolates the few dense places at fine resolution);
 * ``sigma > hdmm_mid_signal`` and entropy ``>= hdmm_entropy``: **HDMM** (a spread map: AG's
   uniform sub-blocks are biased almost everywhere);
+* ``sigma > ag_max_signal``: **HDMM** (AG's band closes: with this many points per cell in noise
+  units, the maps between the two entropy thresholds are also better served by HDMM's
+  data-independent error than by AG's uniform sub-blocks; a rule without this key keeps AG up
+  to ``hdmm_above``);
 * otherwise **AG** (Qardaji et al.'s adaptive grid).
 """
 
@@ -87,10 +91,11 @@ OCCUPANCY_GRID = (-1.0, *(round(0.0025 * k, 4) for k in range(41)))
 
 #: the fitted thresholds (``python benchmarks/maps.py fit --maps all --privtree-occupancy``: the
 #: two DPBench 2-D maps and six maps built from the shared point files, refitted 2026-12-07 for
-#: the PrivTree that measures its internal nodes; docs/maps.md, docs/benchmarks.md)
+#: the PrivTree that measures its internal nodes; ``ag_max_signal`` fitted 2026-12-08 on the
+#: same runs; docs/maps.md, docs/benchmarks.md)
 RULE = {"hdmm_above": 31.6228, "privtree_min_signal": 0.0562, "privtree_entropy": 0.50,
-        "hdmm_mid_signal": 0.1778, "hdmm_entropy": 0.62, "dawa_occupancy": 0.04,
-        "privtree_occupancy": 0.0325}
+        "hdmm_mid_signal": 0.1778, "hdmm_entropy": 0.62, "ag_max_signal": 5.6234,
+        "dawa_occupancy": 0.04, "privtree_occupancy": 0.0325}
 
 
 def signal(*, rows: int, cols: int, epsilon: float, scale: float, sensitivity: int = 1
@@ -263,6 +268,8 @@ def apply_rule(sig, ent, rule: dict | None = None, *, occupancy=None) -> np.ndar
     --------
     >>> apply_rule(np.array([100.0, 0.2, 0.2, 2.0]), np.array([np.nan, 0.3, 0.55, 0.9])).tolist()
     ['hdmm', 'privtree', 'ag', 'hdmm']
+    >>> apply_rule(np.array([2.0, 15.0]), np.array([0.55, 0.55])).tolist()  # AG's band closes
+    ['ag', 'hdmm']
     >>> apply_rule(np.array([100.0, 100.0, 100.0]), np.array([np.nan, np.nan, np.nan]),
     ...            occupancy=np.array([0.02, 0.036, 0.05])).tolist()
     ['privtree', 'dawa2d', 'hdmm']
@@ -276,6 +283,8 @@ def apply_rule(sig, ent, rule: dict | None = None, *, occupancy=None) -> np.ndar
     with np.errstate(invalid="ignore"):
         pt = (sig >= r["privtree_min_signal"]) & (ent <= r["privtree_entropy"])
         hm = (sig > r["hdmm_mid_signal"]) & (ent >= r["hdmm_entropy"])
+    if "ag_max_signal" in r:
+        hm |= sig > r["ag_max_signal"]
     out[hm & ~pt] = "hdmm"
     out[pt] = "privtree"
     out[sig > r["hdmm_above"]] = "hdmm"
@@ -340,10 +349,12 @@ def _reason(sig: float, ent: float, method: str, r: dict, occ: float = float("na
               if "privtree_occupancy" in r else "")
         return (f"{head} > {r['hdmm_above']:g}, share of non-empty cells {occ:.4f} ({pt}dawa2d "
                 f"if <= {r['dawa_occupancy']:g}, else hdmm): {method}")
+    closes = (f", or signal > {r['ag_max_signal']:g}" if "ag_max_signal" in r
+              and r["ag_max_signal"] < r["hdmm_above"] else "")
     return (f"{head} <= {r['hdmm_above']:g}, coarse entropy {ent:.3f} (privtree if signal >= "
             f"{r['privtree_min_signal']:g} and entropy <= {r['privtree_entropy']:g}; hdmm if "
-            f"signal > {r['hdmm_mid_signal']:g} and entropy >= {r['hdmm_entropy']:g}; else "
-            f"ag): {method}")
+            f"signal > {r['hdmm_mid_signal']:g} and entropy >= {r['hdmm_entropy']:g}{closes}; "
+            f"else ag): {method}")
 
 
 def publish_auto(x: np.ndarray, *, epsilon, sensitivity: int = 1, scale=None, rng=None,
@@ -438,7 +449,8 @@ def _ratios(rule, sig, ent, choice, idx, cnt, best, occ=None):
         ph = (direct & (occ <= rule["privtree_occupancy"]) if occ is not None
               and "privtree_occupancy" in rule else np.zeros(sig.shape, dtype=bool))
         pt = ~direct & (sig >= rule["privtree_min_signal"]) & (ent <= rule["privtree_entropy"])
-        hm = ~direct & ~pt & (sig > rule["hdmm_mid_signal"]) & (ent >= rule["hdmm_entropy"])
+        hm = ~direct & ~pt & (((sig > rule["hdmm_mid_signal"]) & (ent >= rule["hdmm_entropy"]))
+                              | (sig > rule.get("ag_max_signal", np.inf)))
     e = np.where(ph, choice["privtree_a"], np.where(dw, choice.get("dawa2d_a", np.inf), np.where(
         direct, choice["hdmm_d"], np.where(pt, choice["privtree_a"], np.where(
             hm, choice["hdmm_a"], choice["ag_a"])))))
@@ -461,7 +473,7 @@ def fit_rule(runs: list[dict], *, reference=("ag", "privtree", "hdmm", "ug"),
     apart, the middle of the undecided range. Returns ``(rule, report)``.
 
     With ``occupancy_grid`` (runs carrying ``occupancy`` and ``dawa2d_a``, DAWA-2D's error at
-    ``auto``'s budget), a second stage: the five thresholds fixed, ``dawa_occupancy`` is chosen
+    ``auto``'s budget), a second stage: the other thresholds fixed, ``dawa_occupancy`` is chosen
     from ``occupancy_grid`` by the same score and tie rule (a value below 0 closes the DAWA-2D
     branch; the training data leave it undecided wherever DAWA-2D is never picked).
     """
@@ -479,7 +491,10 @@ def fit_rule(runs: list[dict], *, reference=("ag", "privtree", "hdmm", "ug"),
         grid = {"hdmm_above": sg(0, 6), "privtree_min_signal": sg(-8, -2),
                 "privtree_entropy": [round(v, 2) for v in np.arange(0.30, 0.601, 0.02)],
                 "hdmm_mid_signal": sg(-4, 4),
-                "hdmm_entropy": [round(v, 2) for v in np.arange(0.50, 0.801, 0.02)]}
+                "hdmm_entropy": [round(v, 2) for v in np.arange(0.50, 0.801, 0.02)],
+                # where AG's band closes (HDMM above); 31.6, the top of hdmm_above's grid,
+                # closes nothing below it
+                "ag_max_signal": sg(0, 6)}
     grid = dict(grid)
     if "dawa_occupancy" in grid:
         occupancy_grid = grid.pop("dawa_occupancy")
