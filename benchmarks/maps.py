@@ -271,7 +271,17 @@ def _autocheck(a):
     from veil.maps.bench import accuracy_table
     from veil.random import make_rng
 
+    from veil.maps.api import MECHANISMS
+
     ref = list(a.reference)
+    bad = [m for m in ref if m not in MECHANISMS]
+    problems = ([f"--reference: {bad} are not mechanisms (choose from {list(MECHANISMS)})"]
+                if bad else [])
+    problems += [f"{flag} must be at least {lo:g} (got {v:g})" for flag, v, lo in
+                 (("--runs", a.runs, 2), ("--target", a.target, 1.0),
+                  ("--resamples", a.resamples, 1000)) if not v >= lo]
+    if problems:
+        raise SystemExit("autocheck: " + "; ".join(problems))
     name = "min(" + ", ".join(m.upper() if m in ("ug", "ag") else m for m in ref) + ")"
     err, chosen = {}, {}
     for group in ("all", "fresh"):
