@@ -33,7 +33,8 @@ autocheck: auto against the best of ``--reference`` (default UG and AG) on all e
 paired bootstrap interval (the methods share every run's map, queries and generator state), and
 whether the setting is above ``--target`` at the 5 % family-wise level (Bonferroni over the
 settings); the issue's "auto at most UG/AG" (target 1) and "within 1.15x of the best" (every
-mechanism as reference, target 1.15) criteria, tested instead of read off a 10-run mean.
+mechanism as reference, target 1.15) criteria, tested instead of read off a 10-run mean. With
+``--rules`` (a fit's --json-rules file), auto runs held out: each map with its fold's rule.
 scale: synthetic points written by a streaming DuckDB COPY to a Parquet file in /tmp (not
 committed), then points -> 1024 x 1024 map locally and on Dask (2 local workers), record and
 person level; wall time and peak resident memory of every process.
@@ -268,10 +269,9 @@ def _autocheck(a):
     """auto / the best of ``--reference`` per setting, with a paired bootstrap interval."""
     import numpy as np
 
+    from veil.maps.api import MECHANISMS
     from veil.maps.bench import accuracy_table
     from veil.random import make_rng
-
-    from veil.maps.api import MECHANISMS
 
     ref = list(a.reference)
     bad = [m for m in ref if m not in MECHANISMS]
@@ -280,18 +280,38 @@ def _autocheck(a):
     problems += [f"{flag} must be at least {lo:g} (got {v:g})" for flag, v, lo in
                  (("--runs", a.runs, 2), ("--target", a.target, 1.0),
                   ("--resamples", a.resamples, 1000)) if not v >= lo]
+    folds = None
+    if a.rules:
+        try:
+            folds = {k: v for k, v in json.loads(Path(a.rules).read_text()).items()
+                     if k != "all"}
+        except (OSError, ValueError, AttributeError) as exc:
+            problems.append(f"--rules {a.rules}: not a fit --json-rules file ({exc})")
+        else:
+            if not folds:
+                problems.append(f"--rules {a.rules}: no fold rules in it")
     if problems:
         raise SystemExit("autocheck: " + "; ".join(problems))
+    quiet = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     name = "min(" + ", ".join(m.upper() if m in ("ug", "ag") else m for m in ref) + ")"
     err, chosen = {}, {}
     for group in ("all", "fresh"):
         rows, _ = accuracy_table(runs=a.runs, datasets=group, seed=a.seed,
-                                 methods=[*ref, "auto"],
-                                 log=lambda m: print(m, file=sys.stderr, flush=True))
+                                 methods=[*ref, "auto"] if folds is None else ref, log=quiet)
+        # held out (--rules): auto with the rule of the fold that left the map's source out;
+        # the same seed gives the same draws whichever methods run
+        for fold, rule in (folds or {}).items():
+            more, _ = accuracy_table(runs=a.runs, datasets=group, seed=a.seed,
+                                     methods=["auto"], params={"auto": {"rule": rule}},
+                                     log=quiet)
+            rows += [r for r in more if _source((r.dataset,)) == fold]
         for r in rows:
             err[(r.dataset, r.epsilon, r.scale, r.method)] = np.asarray(r.errors)
             if r.method == "auto":
                 chosen[(r.dataset, r.epsilon, r.scale)] = _counts(r.chosen)
+    missing = sorted({k[0] for k in err} - {k[0] for k in chosen})
+    if missing:
+        raise SystemExit(f"autocheck: --rules {a.rules} has no fold for the maps {missing}")
     keys = sorted({k[:3] for k in err}, key=lambda k: (_source(k), k[0], k[2], k[1]))
     g = make_rng(seed=a.seed + 1)
     B, t = a.resamples, a.target
@@ -325,7 +345,9 @@ def _autocheck(a):
                                       "auto": float(au.mean()), "ratio": float(ratio),
                                       "lo": float(lo), "hi": float(hi), "lo_fw": lo_fw,
                                       "chosen": dict(chosen[k]), "runs": int(n)}
-    print(f"\n{len(keys)} settings, {a.runs} runs each, reference {name}, target {t:g}: "
+    print(f"\n{len(keys)} settings, {a.runs} runs each, "
+          f"{'held-out auto (each fold rule on its source), ' if folds else ''}"
+          f"reference {name}, target {t:g}: "
           f"auto's mean above {t:g} x the reference in {above}; above it at the 5 % "
           f"family-wise level in {above_fw}; auto ran the setting's best reference method in "
           f"every run of {n_one} settings, {above_one} of them with a mean above {t:g} x")
@@ -425,6 +447,9 @@ def main(argv=None) -> int:
     p.add_argument("--resamples", type=int, default=20000, help="bootstrap resamples")
     p.add_argument("--reference", nargs="+", default=["ug", "ag"],
                    help="auto is compared with the best of these per setting (default UG, AG)")
+    p.add_argument("--rules", default=None,
+                   help="fit --json-rules output: run auto held out, each map with the rule of "
+                        "the fold that left its source out (default: the shipped RULE)")
     p.add_argument("--target", type=float, default=1.0,
                    help="the ratio auto must not exceed (1.0 for UG/AG, 1.15 for the best)")
     p.add_argument("--json", default=None)
