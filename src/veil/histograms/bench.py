@@ -389,7 +389,8 @@ def plot_accuracy(rows, path, *, scale: int = 10**5, workload: str = "prefix") -
 
 def auto_report(rows, *, folds: int = 3, candidates=None, target: float | None = None,
                 log=print) -> dict:
-    """Fit the ``auto`` rule on all rows and cross-validate it by dataset; log a summary.
+    """Fit the ``auto`` rule on all rows and cross-validate it by dataset; log a summary and
+    which held-out misses are beyond trial noise (:func:`miss_significance`, ``misses``).
 
     ``candidates`` defaults to every method evaluated in the rows (except ``auto``);
     ``target`` is :func:`veil.histograms.autofit.fit_rule`'s (None: the mean log ratio).
