@@ -178,6 +178,37 @@ def test_bench_fit_target_reaches_the_fit_and_is_checked_before_any_work(tmp_pat
         assert not seen                                   # refused before any work
 
 
+def test_bench_fit_auto_reports_the_misses_beyond_trial_noise(tmp_path, capsys):
+    """``veil bench histograms --fit-auto ROWS -o OUT``: the held-out misses are tested
+    against trial noise end to end (the printed line and ``auto.misses`` in OUT); a held-out
+    cell at 3x the best over 6 paired trials is firm."""
+    import json
+
+    from veil.histograms.evaluation import EvalRow
+
+    g = np.random.default_rng(5)
+    acc = []
+    for d in ("d1", "d2", "d3", "d4"):
+        base = g.lognormal(0.0, 0.05, size=6)
+        # HB best on d1-d3 (the fit picks it), DAWA 3x better on d4: held out, a miss
+        for m, f in (("hb", 3.0 if d == "d4" else 1.0), ("dawa", 1.0 if d == "d4" else 1.3)):
+            for w in ("prefix", "random"):
+                acc.append(EvalRow(d, m, 0.01, 1000, w, n=1000,
+                                   errors=list(f * base)).to_dict())
+    rows = tmp_path / "rows.json"
+    rows.write_text(json.dumps({"accuracy": acc, "tables": {}}))
+    out = tmp_path / "fit.json"
+    run_ok(["bench", "histograms", "--fit-auto", str(rows), "--fit-target", "1.15",
+            "-o", str(out)])
+    printed = capsys.readouterr().out
+    misses = json.loads(out.read_text())["auto"]["misses"]
+    assert misses and all(m["over_best"] > 1.15 for m in misses)
+    firm = [m for m in misses if m["firm"]]
+    assert firm and {m["dataset"] for m in firm} == {"d4"}
+    assert all(m["lower_bound"] > 1.15 for m in firm)
+    assert "above it beyond trial noise" in printed and f": {len(firm)} (" in printed
+
+
 # --------------------------------------------------------------------------- issue 19
 # what a published sidecar may reveal that depends on the data: only outputs of DP steps
 DP_KEYS = {
