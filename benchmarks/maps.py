@@ -269,6 +269,7 @@ def _autocheck(a):
     """auto / the best of ``--reference`` per setting, with a paired bootstrap interval."""
     import numpy as np
 
+    from veil._bootstrap import ratio_bootstrap
     from veil.maps.api import MECHANISMS
     from veil.maps.bench import accuracy_table
     from veil.random import make_rng
@@ -326,9 +327,7 @@ def _autocheck(a):
         au = err[(*k, "auto")]
         n = au.size
         best = ref[int(np.argmin(e.mean(1)))]
-        ratio = au.mean() / e.mean(1).min()
-        idx = g.integers(0, n, size=(B, n))
-        bs = au[idx].mean(1) / e[:, idx].mean(2).min(0)
+        ratio, bs = ratio_bootstrap(au, e, resamples=B, rng=g)
         lo, hi = np.quantile(bs, [0.025, 0.975])
         lo_fw = float(np.quantile(bs, q_fw))
         above += ratio > t

@@ -16,6 +16,7 @@ import tracemalloc
 
 import numpy as np
 
+from .._bootstrap import ratio_bootstrap
 from ..random import make_rng, spawn
 from .api import METHODS
 from .partition import HAVE_NUMBA, voptimal, voptimal_reference
@@ -436,8 +437,8 @@ def miss_significance(rows, held, *, candidates, target: float = 1.15, resamples
     A cell's ratio is a ratio of means over a few trials, so some cells are above the target by
     chance. The trials of a cell share their re-sampled histogram across methods (one draw per
     trial, whatever the methods run), so a paired bootstrap over the trials gives the ratio's
-    sampling distribution (cells with fewer than 2 trials, or trials that differ between methods,
-    are reported untested): ``auto``'s method's mean over the smallest candidate mean, both
+    sampling distribution (``scipy.stats.bootstrap``, paired; cells with fewer than 2 trials, or
+    trials that differ between methods, are reported untested): ``auto``'s method's mean over the smallest candidate mean, both
     floored at one record per query (the fit's ``_ratio``). A cell is a *firm* miss when the
     bootstrap's ``alpha / cells`` quantile (one-sided, Bonferroni over every held-out cell) is
     above ``target``. The bootstrap re-selects the best candidate in each resample, as the
@@ -476,12 +477,9 @@ def miss_significance(rows, held, *, candidates, target: float = 1.15, resamples
         if n < 2 or any(errs[(*k, m)].size != n for m in cand):  # cannot be paired
             out.append({**base, "lower_bound": float("nan"), "firm": False, "tested": False})
             continue
-        E = np.array([errs[(*k, m)] for m in cand])
-        floor = 1.0 / h["scale"]
-        idx = g.integers(0, n, size=(resamples, n))
-        bs = (np.maximum(mine[idx].mean(1), floor)
-              / np.maximum(E[:, idx].mean(2).min(0), floor))
-        lo = float(np.quantile(bs, q))
+        _, dist = ratio_bootstrap(mine, [errs[(*k, m)] for m in cand], resamples=resamples,
+                                  rng=g, floor=1.0 / h["scale"])
+        lo = float(np.quantile(dist, q))
         out.append({**base, "lower_bound": lo, "firm": bool(lo > target), "tested": True})
     firm = [o for o in out if o["firm"]]
     untested = sum(not o["tested"] for o in out)

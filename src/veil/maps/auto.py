@@ -275,24 +275,34 @@ def apply_rule(sig, ent, rule: dict | None = None, *, occupancy=None) -> np.ndar
     ['privtree', 'dawa2d', 'hdmm']
     """
     r = RULE if rule is None else rule
+    return np.array(_CHOICES, dtype=object)[_rule_codes(sig, ent, r, occupancy)]
+
+
+#: the rule's outcomes, indexed by :func:`_rule_codes`
+_CHOICES = ("ag", "privtree", "hdmm", "dawa2d")
+
+
+def _rule_codes(sig, ent, r: dict, occupancy=None) -> np.ndarray:
+    """The rule as integer codes into :data:`_CHOICES`: the one implementation behind
+    :func:`apply_rule` and the fit's scoring (:func:`_ratios`)."""
     sig = np.asarray(sig, dtype=np.float64)
     ent = np.asarray(ent, dtype=np.float64)
     occ = (np.full(sig.shape, np.nan) if occupancy is None
            else np.asarray(occupancy, dtype=np.float64))
-    out = np.full(sig.shape, "ag", dtype=object)
+    out = np.zeros(sig.shape, dtype=np.int8)
     with np.errstate(invalid="ignore"):
         pt = (sig >= r["privtree_min_signal"]) & (ent <= r["privtree_entropy"])
         hm = (sig > r["hdmm_mid_signal"]) & (ent >= r["hdmm_entropy"])
-    if "ag_max_signal" in r:
-        hm |= sig > r["ag_max_signal"]
-    out[hm & ~pt] = "hdmm"
-    out[pt] = "privtree"
-    out[sig > r["hdmm_above"]] = "hdmm"
-    with np.errstate(invalid="ignore"):
+        if "ag_max_signal" in r:
+            hm |= sig > r["ag_max_signal"]
+        out[hm & ~pt] = 2
+        out[pt] = 1
+        direct = sig > r["hdmm_above"]
+        out[direct] = 2
         if "dawa_occupancy" in r:
-            out[(sig > r["hdmm_above"]) & (occ <= r["dawa_occupancy"])] = "dawa2d"
+            out[direct & (occ <= r["dawa_occupancy"])] = 3
         if "privtree_occupancy" in r:
-            out[(sig > r["hdmm_above"]) & (occ <= r["privtree_occupancy"])] = "privtree"
+            out[direct & (occ <= r["privtree_occupancy"])] = 1
     return out
 
 
@@ -442,18 +452,12 @@ def _auto_derived(rel: Release, e_n: float, e_f: float, e_o: float) -> tuple[str
 
 # --------------------------------------------------------------------------- fitting
 def _ratios(rule, sig, ent, choice, idx, cnt, best, occ=None):
-    direct = sig > rule["hdmm_above"]
-    with np.errstate(invalid="ignore"):
-        dw = (direct & (occ <= rule["dawa_occupancy"]) if occ is not None
-              and "dawa_occupancy" in rule else np.zeros(sig.shape, dtype=bool))
-        ph = (direct & (occ <= rule["privtree_occupancy"]) if occ is not None
-              and "privtree_occupancy" in rule else np.zeros(sig.shape, dtype=bool))
-        pt = ~direct & (sig >= rule["privtree_min_signal"]) & (ent <= rule["privtree_entropy"])
-        hm = ~direct & ~pt & (((sig > rule["hdmm_mid_signal"]) & (ent >= rule["hdmm_entropy"]))
-                              | (sig > rule.get("ag_max_signal", np.inf)))
-    e = np.where(ph, choice["privtree_a"], np.where(dw, choice.get("dawa2d_a", np.inf), np.where(
-        direct, choice["hdmm_d"], np.where(pt, choice["privtree_a"], np.where(
-            hm, choice["hdmm_a"], choice["ag_a"])))))
+    """auto / best per setting: each run charged the error of the method the rule picks, at
+    auto's budget (``hdmm_d`` where no feature was bought, above ``hdmm_above``)."""
+    code = _rule_codes(sig, ent, rule, occ)
+    hd = np.where(sig > rule["hdmm_above"], choice["hdmm_d"], choice["hdmm_a"])
+    dw = choice.get("dawa2d_a", np.full(sig.shape, np.inf))
+    e = np.choose(code, [choice["ag_a"], choice["privtree_a"], hd, dw])
     return np.bincount(idx, weights=e, minlength=best.size) / cnt / best
 
 
